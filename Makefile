@@ -1,0 +1,52 @@
+# One venv, one set of targets: the README, CI (.ci/run) and developers use the same ones.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe bench bench-kafka clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The README's first command: install, then run the field notes' story on the embedded runtime.
+demo: install
+	$(BIN)/agenttwin demo
+
+## The README's second command: install, then lint, type-check and run every test tier.
+test: install lint typecheck
+	$(BIN)/pytest -q tests
+
+lint: install
+	$(BIN)/ruff check .
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest -q tests/unit
+
+integration: install
+	$(BIN)/pytest -q tests/integration
+
+e2e: install
+	$(BIN)/pytest -q tests/e2e
+
+kafka-up:
+	bash infra/kafka/kafka.sh up
+
+kafka-down:
+	bash infra/kafka/kafka.sh down
+
+kafka-wipe:
+	bash infra/kafka/kafka.sh wipe
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

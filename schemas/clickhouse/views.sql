@@ -1,0 +1,124 @@
+-- Views people query. Each reads the projections with FINAL, so re-delivered or replayed rows count once.
+
+-- The comparison table of an evaluation: one row per scenario, per evaluator version.
+CREATE VIEW IF NOT EXISTS v_comparisons AS
+SELECT
+    evaluation_id,
+    evaluator_version,
+    baseline_agent,
+    candidate_agent,
+    scenario_name,
+    severity,
+    classification,
+    reason,
+    divergence_kind,
+    divergence_summary,
+    divergence_impact,
+    baseline_status,
+    candidate_status
+FROM comparisons FINAL;
+
+-- Classification counts per evaluation and evaluator version.
+CREATE VIEW IF NOT EXISTS v_comparison_counts AS
+SELECT
+    evaluation_id,
+    evaluator_version,
+    baseline_agent,
+    candidate_agent,
+    classification,
+    count() AS cases
+FROM comparisons FINAL
+GROUP BY evaluation_id, evaluator_version, baseline_agent, candidate_agent, classification;
+
+-- Contradictions: the agent claimed SUCCESS where verification found FAILURE or PARTIAL.
+CREATE VIEW IF NOT EXISTS v_contradictions AS
+SELECT
+    alert_id,
+    evaluator_version,
+    agent,
+    agent_version,
+    tool,
+    trace_id,
+    case_id,
+    evaluation_id,
+    claimed_status,
+    verified_status,
+    source,
+    detected_at,
+    detail
+FROM contradictions FINAL
+WHERE kind = 'contradiction';
+
+-- Contradictions by agent, version, tool and hour.
+CREATE VIEW IF NOT EXISTS v_contradictions_by_agent AS
+SELECT
+    agent,
+    agent_version,
+    tool,
+    toStartOfHour(detected_at) AS hour,
+    evaluator_version,
+    count() AS contradictions
+FROM contradictions FINAL
+WHERE kind = 'contradiction'
+GROUP BY agent, agent_version, tool, hour, evaluator_version;
+
+-- One-sided outcome entries past the horizon: claims never verified, verifications without a claim.
+CREATE VIEW IF NOT EXISTS v_unmatched_outcomes AS
+SELECT kind, evaluator_version, trace_id, agent, agent_version, claimed_status, verified_status, detected_at, detail
+FROM contradictions FINAL
+WHERE kind != 'contradiction';
+
+-- Verdicts side by side per evaluator version (a replay adds a version; the old rows stay).
+CREATE VIEW IF NOT EXISTS v_verdicts_by_evaluator AS
+SELECT
+    case_id,
+    evaluation_id,
+    side,
+    scenario_name,
+    agent,
+    agent_version,
+    evaluator_version,
+    status,
+    reason,
+    labels
+FROM verdicts FINAL;
+
+-- Expectation results per evaluator version, with the evaluator that produced each one.
+CREATE VIEW IF NOT EXISTS v_expectation_results AS
+SELECT
+    r.case_id AS case_id,
+    r.evaluation_id AS evaluation_id,
+    r.side AS side,
+    c.agent AS agent,
+    c.agent_version AS agent_version,
+    r.scenario_name AS scenario_name,
+    r.evaluator_version AS evaluator_version,
+    r.expectation_id AS expectation_id,
+    r.expectation_type AS expectation_type,
+    r.critical AS critical,
+    r.status AS status,
+    r.label AS label,
+    r.evaluator AS evaluator,
+    r.evaluator_impl_version AS evaluator_impl_version,
+    r.reason AS reason
+FROM expectation_results AS r FINAL
+LEFT JOIN cases AS c FINAL ON c.case_id = r.case_id;
+
+-- Tool-call and retry statistics from the twin's records (retry = the shared retry rule).
+CREATE VIEW IF NOT EXISTS v_tool_call_stats AS
+SELECT
+    c.agent AS agent,
+    c.agent_version AS agent_version,
+    t.tool AS tool,
+    count() AS calls,
+    countIf(t.status = 'ok') AS ok,
+    countIf(t.status != 'ok') AS failed,
+    countIf(t.retry) AS retries,
+    countIf(t.mutated) AS mutations,
+    countIf(t.replayed) AS replays,
+    countIf(t.fault IS NOT NULL) AS faulted,
+    sum(t.delay_ms) AS delay_ms
+FROM twin_calls AS t FINAL
+INNER JOIN cases AS c FINAL ON c.case_id = t.case_id
+WHERE t.kind = 'tool' AND NOT t.redelivered
+GROUP BY agent, agent_version, tool;

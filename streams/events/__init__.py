@@ -1,0 +1,52 @@
+"""Every event type, in one place. One module per event; all share the envelope in `_base`."""
+
+from streams.events._base import Event
+from streams.events.case_finished import CaseFinished
+from streams.events.case_planned import CasePlanned
+from streams.events.case_verdicted import CaseVerdicted
+from streams.events.comparison_made import ComparisonMade
+from streams.events.contradiction_detected import ContradictionDetected
+from streams.events.dead_lettered import DeadLettered
+from streams.events.evaluation_requested import EvaluationRequested
+from streams.events.expectation_resulted import ExpectationResulted
+from streams.events.human_reviewed import HumanReviewed
+from streams.events.outcome_verified import OutcomeVerified
+from streams.events.pair_planned import PairPlanned
+from streams.events.span_recorded import SpanRecorded
+from streams.events.twin_call_recorded import TwinCallRecorded
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    EvaluationRequested,
+    PairPlanned,
+    CasePlanned,
+    TwinCallRecorded,
+    CaseFinished,
+    SpanRecorded,
+    ExpectationResulted,
+    CaseVerdicted,
+    OutcomeVerified,
+    ComparisonMade,
+    ContradictionDetected,
+    HumanReviewed,
+    DeadLettered,
+)
+EVENT_BY_SCHEMA: dict[str, type[Event]] = {e.SCHEMA: e for e in EVENT_TYPES}
+
+__all__ = [
+    "EVENT_BY_SCHEMA",
+    "EVENT_TYPES",
+    "CaseFinished",
+    "CasePlanned",
+    "CaseVerdicted",
+    "ComparisonMade",
+    "ContradictionDetected",
+    "DeadLettered",
+    "EvaluationRequested",
+    "Event",
+    "ExpectationResulted",
+    "HumanReviewed",
+    "OutcomeVerified",
+    "PairPlanned",
+    "SpanRecorded",
+    "TwinCallRecorded",
+]

@@ -1,0 +1,39 @@
+"""The envelope every event shares, and the conversion to and from Avro records."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Self
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Envelope: event id, type, event time, tenant, correlation (join) id."""
+
+    SCHEMA: ClassVar[str]  # full Avro name of the event's schema
+    TOPIC: ClassVar[str]  # the topic it travels on (streams.topics lists them all)
+    KEY_FIELD: ClassVar[str]  # the join entity used as the message key
+
+    event_id: str
+    occurred_at: datetime
+    correlation_id: str
+    event_type: str = ""
+    tenant: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.event_type:
+            object.__setattr__(self, "event_type", type(self).__name__)
+
+    @property
+    def key(self) -> str:
+        return str(getattr(self, self.KEY_FIELD))
+
+    def to_record(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Self:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in names})

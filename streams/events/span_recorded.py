@@ -1,0 +1,30 @@
+"""An OpenTelemetry span (GenAI semantic conventions, agenttwin.* outcome attributes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.events._base import Event
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpanRecorded(Event):
+    """Schema: schemas/avro/span_recorded.avsc. Topic `spans`, keyed by `trace_id`."""
+
+    SCHEMA = "dev.agenttwin.events.SpanRecorded"
+    TOPIC = "spans"
+    KEY_FIELD = "trace_id"
+
+    trace_id: str
+    span_id: str
+    name: str
+    kind: str
+    start_unix_nano: int
+    end_unix_nano: int
+    status_code: str
+    service_name: str
+    source: str
+    attributes: dict[str, str]
+    resource_attributes: dict[str, str]
+    parent_span_id: str | None = None
+    status_message: str | None = None
