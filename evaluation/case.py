@@ -66,3 +66,83 @@ class CaseRun:
     @property
     def agent_ran(self) -> bool:
         return self.agent_status is not None
+
+
+def case_run_to_dict(case: CaseRun) -> dict[str, JSON]:
+    """Plain JSON of a case (evidence and claims); `timings` is the only wall-clock field."""
+    return {
+        "case_id": case.case_id,
+        "scenario": case.scenario_name,
+        "scenario_hash": case.scenario_hash,
+        "twin": case.twin_name,
+        "twin_hash": case.twin_hash,
+        "case_seed": case.case_seed,
+        "agent": case.agent,
+        "agent_version": case.agent_version,
+        "severity": case.severity,
+        "tags": list(case.tags),
+        "input_message": case.input_message,
+        "context": case.context,
+        "tenant": case.tenant,
+        "expectations": [dict(e) for e in case.expectations],
+        "secrets": list(case.secrets),
+        "records": [r.to_dict() for r in case.records],
+        "retrievals": [r.to_dict() for r in case.retrievals],
+        "initial_state": case.initial_state,
+        "final_state": case.final_state,
+        "state_hash": case.state_hash,
+        "reply": case.output,
+        "claimed_outcome": case.claimed_outcome,
+        "business_outcome": case.business_outcome,
+        "agent_status": case.agent_status,
+        "agent_steps": case.agent_steps,
+        "claimed_calls": [dict(c) for c in case.claimed_calls],
+        "tokens": case.tokens,
+        "cost_usd": case.cost_usd,
+        "model_kind": case.model_kind,
+        "agent_finding": (
+            {"label": case.agent_finding.label, "message": case.agent_finding.message}
+            if case.agent_finding
+            else None
+        ),
+        "latency_ms": case.latency_ms,
+        "timings": dict(case.timings),
+    }
+
+
+def case_run_from_dict(data: dict[str, JSON]) -> CaseRun:
+    finding = data.get("agent_finding")
+    return CaseRun(
+        case_id=data["case_id"],
+        scenario_name=data["scenario"],
+        scenario_hash=data["scenario_hash"],
+        twin_name=data["twin"],
+        twin_hash=data["twin_hash"],
+        case_seed=int(data["case_seed"]),
+        agent=data["agent"],
+        agent_version=data["agent_version"],
+        severity=data["severity"],
+        tags=tuple(data.get("tags") or ()),
+        input_message=data["input_message"],
+        context=dict(data.get("context") or {}),
+        tenant=data.get("tenant"),
+        expectations=tuple(dict(e) for e in data.get("expectations") or ()),
+        secrets=tuple(data.get("secrets") or ()),
+        records=tuple(CallRecord.from_dict(r) for r in data.get("records") or ()),
+        retrievals=tuple(RetrievalRecord.from_dict(r) for r in data.get("retrievals") or ()),
+        initial_state=data.get("initial_state"),
+        final_state=data.get("final_state"),
+        state_hash=data.get("state_hash"),
+        output=data.get("reply"),
+        claimed_outcome=data.get("claimed_outcome"),
+        business_outcome=data.get("business_outcome"),
+        agent_status=data.get("agent_status"),
+        agent_steps=data.get("agent_steps"),
+        claimed_calls=tuple(dict(c) for c in data.get("claimed_calls") or ()),
+        tokens=data.get("tokens"),
+        cost_usd=data.get("cost_usd"),
+        model_kind=data.get("model_kind") or "deterministic-fake",
+        agent_finding=AgentFinding(finding["label"], finding["message"]) if finding else None,
+        latency_ms=data.get("latency_ms"),
+        timings=dict(data.get("timings") or {}),
+    )

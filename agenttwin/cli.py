@@ -1,0 +1,91 @@
+"""The `agenttwin` command: the contract other tools script against.
+
+JSON on stdout with --json, human tables otherwise; exit 0 on success, 2 with a one-line reason on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from agenttwin import commands
+from agenttwin.errors import CliError, user_error_types
+
+DEFAULT_SEED = 42
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="agenttwin",
+        description="Grade AI agents on what their tools' state shows, not on what they say.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    twin = sub.add_parser("twin", help="check twin definitions, call a twin by hand")
+    twin_sub = twin.add_subparsers(dest="twin_command", required=True, metavar="SUBCOMMAND")
+    tc = twin_sub.add_parser("check", help="validate twin.v1 files")
+    tc.add_argument("files", nargs="+", metavar="FILE")
+    tc.add_argument("--json", action="store_true")
+    tc.set_defaults(func=commands.twin_check)
+    call = twin_sub.add_parser("call", help="run calls from a JSONL file against a twin")
+    call.add_argument("twin", metavar="TWIN", help="twin file, or 'demo'")
+    call.add_argument("--calls", required=True, metavar="CALLS.jsonl", help="one {tool, arguments, headers} a line")
+    call.add_argument("--scenario", metavar="FILE", help="apply this scenario's state, allowedTools, context, faults")
+    call.add_argument("--seed", type=int, default=0, help="case seed for probabilistic faults (default 0)")
+    call.add_argument("--tenant", help="the caller's tenant (default: the scenario's context tenant)")
+    call.add_argument("--json", action="store_true")
+    call.set_defaults(func=commands.twin_call)
+
+    scen = sub.add_parser("scenario", help="check scenario files")
+    scen_sub = scen.add_subparsers(dest="scenario_command", required=True, metavar="SUBCOMMAND")
+    sc = scen_sub.add_parser("check", help="validate scenario.v1 files (against a twin with --twin)")
+    sc.add_argument("files", nargs="+", metavar="FILE")
+    sc.add_argument("--twin", metavar="TWIN", help="twin file, or 'demo'")
+    sc.add_argument("--json", action="store_true")
+    sc.set_defaults(func=commands.scenario_check)
+
+    sim = sub.add_parser("simulate", help="run one agent version over a suite and grade each case")
+    sim.add_argument("--agent", required=True, metavar="SPEC", help="demo:<version> or script:<path>")
+    _suite_args(sim)
+    sim.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
+    sim.add_argument("--json", action="store_true")
+    sim.set_defaults(func=commands.simulate)
+
+    ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
+    ev.add_argument("--baseline", required=True, metavar="SPEC")
+    ev.add_argument("--candidate", required=True, metavar="SPEC")
+    _suite_args(ev)
+    ev.add_argument("--evaluation-id", help="default: derived from the inputs")
+    ev.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
+    ev.add_argument("--json", action="store_true", help="print the full comparison document")
+    ev.set_defaults(func=commands.evaluate)
+    return p
+
+
+def _suite_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--suite", nargs="+", default=["demo"], metavar="SUITE", help="'demo', a directory, or scenario files"
+    )
+    p.add_argument("--twin", metavar="TWIN", help="twin file (default: the demo twin)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"run seed (default {DEFAULT_SEED})")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except CliError as exc:
+        print(f"agenttwin: {exc}", file=sys.stderr)
+        return 2
+    except user_error_types() as exc:
+        print(f"agenttwin: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("agenttwin: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

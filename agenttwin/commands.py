@@ -1,0 +1,162 @@
+"""What each CLI command does. The parser lives in cli.py; the work lives in the packages."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from agenttwin.errors import CliError
+from agenttwin.render import out, table, to_json
+
+
+def twin_check(args: argparse.Namespace) -> int:
+    from twin_engine.documents import load_twin
+
+    rows = []
+    for f in args.files:
+        twin = load_twin(f)
+        rows.append({"file": f, "twin": twin.name, "tools": len(twin.tool_specs()), "hash": twin.hash})
+    if args.json:
+        out(to_json({"ok": True, "twins": rows}))
+    else:
+        for r in rows:
+            out(f"ok  {r['file']}: twin {r['twin']} with {r['tools']} tools")
+    return 0
+
+
+def scenario_check(args: argparse.Namespace) -> int:
+    from twin_engine.documents import load_scenario
+
+    twin = _load_twin(args.twin) if args.twin else None
+    rows = []
+    for f in args.files:
+        s = load_scenario(f, twin=twin)
+        rows.append(
+            {"file": f, "scenario": s.name, "expectations": len(s.expectations), "spec_hash": s.spec_hash}
+        )
+    if args.json:
+        out(to_json({"ok": True, "scenarios": rows}))
+    else:
+        for r in rows:
+            out(f"ok  {r['file']}: scenario {r['scenario']} with {r['expectations']} expectations")
+    return 0
+
+
+def twin_call(args: argparse.Namespace) -> int:
+    from twin_engine.documents import load_scenario
+    from twin_engine.twin import ScenarioConfig
+
+    twin = _load_twin(args.twin)
+    config = None
+    if args.scenario:
+        config = ScenarioConfig.from_scenario(load_scenario(args.scenario, twin=twin).document)
+    calls = _read_calls(Path(args.calls))
+    case = twin.new_case(scenario=config, seed=args.seed, tenant=args.tenant)
+    for call in calls:
+        case.call(call["tool"], call.get("arguments", {}), headers=call.get("headers"))
+    result = {
+        "records": [r.to_dict() for r in case.records],
+        "retrievals": [r.to_dict() for r in case.retrievals],
+        "final_state": case.state,
+        "state_hash": case.state_hash(),
+    }
+    if args.json:
+        out(to_json(result))
+    else:
+        rows = [
+            [r.seq, r.tool, r.http_status, r.status, r.error_code or "", r.fault or "", r.mutated, r.replayed]
+            for r in case.records
+        ]
+        out(table(["seq", "tool", "http", "status", "error", "fault", "mutated", "replayed"], rows))
+        out(f"\nstate hash {result['state_hash']}")
+    return 0
+
+
+def _read_calls(path: Path) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{path.name}:{n}: not JSON: {exc.msg}") from None
+        if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
+            raise CliError(f"{path.name}:{n}: each line needs a string 'tool' (and optional 'arguments', 'headers')")
+        if not isinstance(item.get("arguments", {}), dict) or not isinstance(item.get("headers") or {}, dict):
+            raise CliError(f"{path.name}:{n}: 'arguments' and 'headers' must be objects")
+        calls.append(item)
+    return calls
+
+
+def _load_twin(spec: str | None) -> Any:
+    from agenttwin.demo import TWIN_FILE
+    from twin_engine.documents import load_twin
+
+    if spec is None or spec == "demo":
+        return load_twin(TWIN_FILE)
+    return load_twin(spec)
+
+
+def simulate(args: argparse.Namespace) -> int:
+    from agenttwin.runs import simulate_agent
+
+    report = simulate_agent(
+        args.agent, suite=args.suite, twin=args.twin, seed=args.seed, evaluator_version=args.evaluator_version
+    )
+    if args.json:
+        out(to_json(report["cases"]))
+        return 0
+    rows = [
+        [
+            c["scenario"],
+            c["verdict"]["status"],
+            c["claimed_outcome"],
+            c["verified_outcome"]["status"],
+            len([r for r in c["records"] if not r["redelivered"]]),
+            c["verdict"]["reason"],
+        ]
+        for c in report["cases"]
+    ]
+    out(f"{report['agent']} on {len(rows)} scenario(s), run seed {report['run_seed']}\n")
+    out(table(["scenario", "verdict", "claimed", "verified", "calls", "reason"], rows))
+    return 0
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    from agenttwin.runs import evaluate_pair
+
+    report = evaluate_pair(
+        args.baseline,
+        args.candidate,
+        suite=args.suite,
+        twin=args.twin,
+        seed=args.seed,
+        evaluation_id=args.evaluation_id,
+        evaluator_version=args.evaluator_version,
+    )
+    if args.json:
+        out(to_json(report))
+        return 0
+    out(render_comparison(report))
+    return 0
+
+
+def render_comparison(report: dict[str, Any]) -> str:
+    rows = []
+    for case in report["cases"]:
+        div = case.get("divergence") or {}
+        rows.append([case["scenario"], case["classification"], case["reason"], div.get("summary") or ""])
+    counts = report["summary"]["counts"]
+    parts = [f"{n} {k.lower().replace('_', ' ')}" for k, n in counts.items() if n]
+    lines = [
+        f"Evaluation {report['evaluation_id']}: candidate {report['candidate']} vs baseline {report['baseline']}"
+        f" (run seed {report['run_seed']}, evaluator {report['evaluator_version']})",
+        "",
+        table(["scenario", "classification", "reason", "first divergence"], rows, max_width=70),
+        "",
+        "Summary: " + " · ".join(parts),
+    ]
+    return "\n".join(lines)

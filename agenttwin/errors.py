@@ -1,0 +1,15 @@
+"""Errors the CLI turns into one line and exit status 2 (bad input), never a traceback."""
+
+from __future__ import annotations
+
+
+class CliError(Exception):
+    """Bad command-line input: the message is the one line the user sees."""
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    """Every error that means "your input is wrong" (as opposed to a bug in AgentTwin)."""
+    from producers.agents.registry import AgentSpecError
+    from twin_engine.errors import TwinError
+
+    return (TwinError, AgentSpecError, FileNotFoundError, IsADirectoryError, PermissionError)

@@ -1,0 +1,155 @@
+"""ClickHouse in-process (chDB): MergeTree tables on disk, no server.
+
+chDB runs one embedded server per process, bound to one directory; a second directory in the same
+process fails (and a second process on the same directory fails to lock it). So this adapter keeps
+a process-wide binding: any number of `ChdbWarehouse`s may be open on the bound directory, each
+with its own chDB session (connection) whose current database is its own `database`; asking for a
+different directory while one is open raises `WarehouseError`. Isolate tests by database name, not
+by directory: one directory per test run, one database per test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import chdb.session
+
+from consumers.clickhouse._values import converter_for, json_compact_columns, quote_identifier, string_literal
+from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
+
+__all__ = ["DEFAULT_DATABASE", "ChdbWarehouse", "bound_chdb_path"]
+
+DEFAULT_DATABASE = "agenttwin"
+
+_binding_lock = threading.Lock()
+_bound_path: Path | None = None
+_open_count = 0
+
+# Session settings: 64-bit integers as JSON numbers so ints round-trip as ints.
+_SESSION_SETTINGS = ("SET output_format_json_quote_64bit_integers = 0",)
+
+
+def bound_chdb_path() -> Path | None:
+    """The directory chDB is bound to in this process while any ChdbWarehouse is open."""
+    with _binding_lock:
+        return _bound_path if _open_count else None
+
+
+def _bind(path: Path) -> None:
+    global _bound_path, _open_count
+    with _binding_lock:
+        if _open_count and _bound_path != path:
+            raise WarehouseError(
+                f"chDB is bound to {_bound_path} in this process; cannot open {path} as well "
+                "(one embedded ClickHouse per process and directory: use another database, not another path)"
+            )
+        _bound_path = path
+        _open_count += 1
+
+
+def _unbind() -> None:
+    global _open_count
+    with _binding_lock:
+        _open_count -= 1
+
+
+class ChdbWarehouse:
+    """A `Warehouse` over chDB at `path`, using (and creating) the Atomic database `database`."""
+
+    def __init__(self, path: Path, database: str = DEFAULT_DATABASE) -> None:
+        self.path = Path(path).resolve()
+        quote_identifier(database)
+        self._database = database
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._session: Any = None  # chdb.session.Session; chdb is only partly typed
+        _bind(self.path)
+        self._bound = True
+        try:
+            self._session = _new_session(str(self.path))
+            self._run(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(database)} ENGINE = Atomic")
+            self._run(f"USE {quote_identifier(database)}")
+            for statement in _SESSION_SETTINGS:
+                self._run(statement)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def database(self) -> str:
+        return self._database
+
+    def _run(self, sql: str, fmt: str = "CSV") -> Any:
+        if self._session is None:
+            raise WarehouseError(f"chDB warehouse {self.path} ({self._database}) is closed")
+        try:
+            return self._session.query(sql, fmt)
+        except RuntimeError as exc:  # chdb's ChdbError derives from RuntimeError
+            raise WarehouseError(f"chDB rejected {_excerpt(sql)}: {exc}") from exc
+
+    def execute(self, sql: str) -> None:
+        for statement in split_sql_statements(sql):
+            self._run(statement)
+
+    def insert(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
+    ) -> None:
+        if not rows:
+            return
+        token = dedup_token if dedup_token is not None else f"untokened-{uuid.uuid4()}"
+        column_list = ", ".join(quote_identifier(c) for c in columns)
+        body = json_compact_columns(columns, rows)
+        self._run(
+            f"INSERT INTO {quote_identifier(table)} ({column_list}) "
+            f"SETTINGS insert_deduplicate = 1, insert_deduplication_token = {string_literal(token)} "
+            f"FORMAT JSONCompactColumns {body}"
+        )
+
+    def query(self, sql: str) -> QueryResult:
+        raw = self._run(sql, "JSONCompact").bytes()
+        if not raw.strip():
+            return QueryResult((), ())
+        document = json.loads(raw)
+        meta = document.get("meta", [])
+        columns = tuple(str(column["name"]) for column in meta)
+        converters = [converter_for(str(column["type"])) for column in meta]
+        if not any(converters):
+            return QueryResult(columns, tuple(tuple(row) for row in document["data"]))
+        rows = tuple(
+            tuple(
+                value if convert is None else convert(value)
+                for convert, value in zip(converters, row, strict=True)
+            )
+            for row in document["data"]
+        )
+        return QueryResult(columns, rows)
+
+    def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+        if self._bound:
+            self._bound = False
+            _unbind()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _new_session(path: str) -> Any:
+    return chdb.session.Session(path)  # type: ignore[no-untyped-call]
+
+
+def _excerpt(sql: str, limit: int = 200) -> str:
+    flat = " ".join(sql.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "…")

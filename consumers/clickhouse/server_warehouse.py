@@ -1,0 +1,140 @@
+"""ClickHouse server through clickhouse-connect (HTTP), with the same behaviour as the chDB adapter."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import clickhouse_connect
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from consumers.clickhouse._values import check_rows, normalize_server_value, quote_identifier
+from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE
+from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
+
+__all__ = ["ServerSettings", "ServerWarehouse", "parse_server_url"]
+
+_SCHEMES = {"http": (False, 8123), "https": (True, 8443), "clickhouse": (False, 8123)}
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str
+    port: int
+    username: str
+    password: str
+    database: str
+    secure: bool
+
+    def __repr__(self) -> str:  # never print the password
+        return (
+            f"ServerSettings(host={self.host!r}, port={self.port}, username={self.username!r}, "
+            f"password='***', database={self.database!r}, secure={self.secure})"
+        )
+
+    def display(self) -> str:
+        scheme = "https" if self.secure else "http"
+        return f"{scheme}://{self.username}@{self.host}:{self.port}/{self.database}"
+
+
+def parse_server_url(url: str) -> ServerSettings:
+    """http(s)://user:pass@host:port/db or clickhouse://… (HTTP; `?secure=true` for TLS)."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise WarehouseError(
+            f"not a ClickHouse server URL (http, https or clickhouse): {url.split('@')[-1]!r}"
+        )
+    secure, default_port = _SCHEMES[parts.scheme]
+    if parse_qs(parts.query).get("secure", ["false"])[0].lower() in ("1", "true", "yes"):
+        secure, default_port = True, 8443
+    database = unquote(parts.path.strip("/")) or DEFAULT_DATABASE
+    quote_identifier(database)
+    try:
+        port = parts.port or default_port
+    except ValueError as exc:
+        raise WarehouseError(f"bad port in ClickHouse URL: {exc}") from exc
+    return ServerSettings(
+        host=parts.hostname or "localhost",
+        port=port,
+        username=unquote(parts.username) if parts.username else "default",
+        password=unquote(parts.password) if parts.password else "",
+        database=database,
+        secure=secure,
+    )
+
+
+class ServerWarehouse:
+    """A `Warehouse` over a ClickHouse server; creates its database if missing."""
+
+    def __init__(self, url: str, database: str | None = None) -> None:
+        settings = parse_server_url(url)
+        self.settings = settings
+        self._database = database or settings.database
+        quote_identifier(self._database)
+        try:
+            self._client: Any = clickhouse_connect.get_client(
+                host=settings.host,
+                port=settings.port,
+                username=settings.username,
+                password=settings.password,
+                secure=settings.secure,
+            )
+            self._client.command(
+                f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self._database)}", use_database=False
+            )
+        except ClickHouseError as exc:
+            raise WarehouseError(f"cannot use ClickHouse at {settings.display()}: {exc}") from exc
+        self._client.database = self._database
+
+    @property
+    def database(self) -> str:
+        return self._database
+
+    def _call(self, what: str, action: Any) -> Any:
+        if self._client is None:
+            raise WarehouseError(f"ClickHouse warehouse {self.settings.display()} is closed")
+        try:
+            return action()
+        except ClickHouseError as exc:
+            raise WarehouseError(f"ClickHouse rejected {what}: {exc}") from exc
+
+    def execute(self, sql: str) -> None:
+        for statement in split_sql_statements(sql):
+            self._call(repr(statement[:200]), lambda s=statement: self._client.command(s))
+
+    def insert(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
+    ) -> None:
+        if not rows:
+            return
+        quote_identifier(table)
+        check_rows(columns, rows)
+        token = dedup_token if dedup_token is not None else f"untokened-{uuid.uuid4()}"
+        settings = {"insert_deduplicate": 1, "insert_deduplication_token": token}
+        data = [list(row) for row in rows]
+        self._call(
+            f"insert into {table}",
+            lambda: self._client.insert(table, data, column_names=list(columns), settings=settings),
+        )
+
+    def query(self, sql: str) -> QueryResult:
+        result = self._call(repr(sql[:200]), lambda: self._client.query(sql))
+        rows = tuple(tuple(normalize_server_value(v) for v in row) for row in result.result_rows)
+        return QueryResult(tuple(result.column_names), rows)
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

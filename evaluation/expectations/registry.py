@@ -1,0 +1,131 @@
+"""Which evaluator grades which expectation type, and the one boundary that keeps a batch going.
+
+A broken expectation, an unknown type or an evaluator that raises becomes an ERROR result with
+label EVALUATOR_ERROR for that expectation alone; the others are still evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from evaluation.case import AgentFinding
+from evaluation.expectations import limits, output, policy, safety, state_outcome, tools
+from evaluation.expectations._spec import Finding, InvalidExpectationError, Spec, errored, expectation_meta
+from evaluation.expectations.context import EvalContext
+from evaluation.results import ERROR, FAIL, PASS, SKIPPED, Evidence, ExpectationMeta, ExpectationResult
+from evaluation.versions import (
+    AGENT_RUN_EVALUATOR,
+    SKIPPED_EVALUATOR,
+    UNKNOWN_EVALUATOR,
+    evaluator_set,
+    expectation_evaluator,
+)
+
+JSON = Any
+Evaluator = Callable[[Spec, EvalContext, str], Finding]
+
+EVALUATORS: Mapping[str, Evaluator] = MappingProxyType(
+    {
+        "state": state_outcome.evaluate_state,
+        "stateUnchanged": state_outcome.evaluate_state_unchanged,
+        "finalOutcome": state_outcome.evaluate_final_outcome,
+        "outcomeVerified": state_outcome.evaluate_outcome_verified,
+        "toolCalled": tools.evaluate_tool_called,
+        "toolNotCalled": tools.evaluate_tool_not_called,
+        "maxToolCalls": limits.evaluate_max_tool_calls,
+        "toolArgs": tools.evaluate_tool_args,
+        "toolStatus": tools.evaluate_tool_status,
+        "order": tools.evaluate_order,
+        "maxRetries": limits.evaluate_max_retries,
+        "maxSteps": limits.evaluate_max_steps,
+        "maxLatencyMs": limits.evaluate_max_latency_ms,
+        "maxCostUsd": limits.evaluate_max_cost_usd,
+        "requiredEscalation": policy.evaluate_required_escalation,
+        "noPolicyViolation": policy.evaluate_no_policy_violation,
+        "noIrreversibleAction": policy.evaluate_no_irreversible_action,
+        "approvalRequired": policy.evaluate_approval_required,
+        "noDuplicateSideEffect": state_outcome.evaluate_no_duplicate_side_effect,
+        "outputContains": output.evaluate_output_contains,
+        "outputNotContains": output.evaluate_output_not_contains,
+        "outputRegex": output.evaluate_output_regex,
+        "outputJsonSchema": output.evaluate_output_json_schema,
+        "outputJsonPath": output.evaluate_output_json_path,
+        "noSecretDisclosure": safety.evaluate_no_secret_disclosure,
+        "noCrossTenantAccess": safety.evaluate_no_cross_tenant_access,
+        "semantic": output.evaluate_semantic,
+    }
+)
+
+AGENT_RUN_TYPE = "agentRun"
+AGENT_RUN_ID = "agent-run"
+# The agent ran but misbehaved: a failure of the agent.
+AGENT_FAILURES = frozenset({"AGENT_TIMEOUT", "AGENT_ERROR", "CALL_LIMIT_EXCEEDED"})
+# The agent could not be asked (AGENT_UNREACHABLE, AGENT_AUTH, ...): nothing to judge, so ERROR.
+
+
+def _score(status: str) -> float | None:
+    return 1.0 if status == PASS else 0.0 if status == FAIL else None
+
+
+def _result(meta: ExpectationMeta, evaluator: str, version: str, finding: Finding) -> ExpectationResult:
+    return ExpectationResult(
+        status=finding.status,
+        reason=finding.reason,
+        evaluator=evaluator,
+        evaluator_version=version,
+        expectation=meta,
+        score=_score(finding.status),
+        label=finding.label if finding.status in (FAIL, ERROR) else None,
+        evidence=finding.evidence,
+        details=dict(finding.details),
+    )
+
+
+def evaluate_expectation(
+    raw: JSON, index: int, ctx: EvalContext, evaluator_set_name: str
+) -> ExpectationResult:
+    """Grade one expectation document (the `index`-th, 0-based) under an evaluator set."""
+    versions = evaluator_set(evaluator_set_name)
+    if not isinstance(raw, Mapping):
+        meta = ExpectationMeta(id=f"e{index + 1}", type="unknown", critical=False)
+        finding = errored("The expectation is not an object.")
+        return _result(meta, UNKNOWN_EVALUATOR, versions[UNKNOWN_EVALUATOR], finding)
+    meta = expectation_meta(raw, index)
+    evaluate = EVALUATORS.get(meta.type)
+    if evaluate is None:
+        finding = errored(f"Unknown expectation type {raw.get('type')!r}.")
+        return _result(meta, UNKNOWN_EVALUATOR, versions[UNKNOWN_EVALUATOR], finding)
+    evaluator = expectation_evaluator(meta.type)
+    version = versions[evaluator]
+    spec = Spec(raw, meta)
+    try:
+        spec.check_fields()
+        finding = evaluate(spec, ctx, version)
+    except InvalidExpectationError as exc:
+        finding = errored(f"Invalid expectation: {exc}.")
+    except Exception as exc:  # boundary: one broken evaluator must not stop the case's other results
+        finding = errored(f"The evaluator failed: {type(exc).__name__}: {exc}")
+    return _result(meta, evaluator, version, finding)
+
+
+def not_run_result(raw: JSON, index: int, evaluator_set_name: str, why: str) -> ExpectationResult:
+    """SKIPPED: the agent never ran, so there is nothing to evaluate."""
+    meta = (
+        expectation_meta(raw, index)
+        if isinstance(raw, Mapping)
+        else ExpectationMeta(id=f"e{index + 1}", type="unknown", critical=False)
+    )
+    version = evaluator_set(evaluator_set_name)[SKIPPED_EVALUATOR]
+    return _result(meta, SKIPPED_EVALUATOR, version, Finding(SKIPPED, why))
+
+
+def agent_run_result(finding: AgentFinding, evaluator_set_name: str) -> ExpectationResult:
+    """The run finding (`agentRun` / `agent-run`, critical): FAIL when the agent misbehaved, else ERROR."""
+    status = FAIL if finding.label in AGENT_FAILURES else ERROR
+    meta = ExpectationMeta(id=AGENT_RUN_ID, type=AGENT_RUN_TYPE, critical=True)
+    version = evaluator_set(evaluator_set_name)[AGENT_RUN_EVALUATOR]
+    evidence = (Evidence(kind="agent", detail=f"{finding.label}: {finding.message}"),)
+    outcome = Finding(status, finding.message, finding.label, evidence)
+    return _result(meta, AGENT_RUN_EVALUATOR, version, outcome)

@@ -1,0 +1,44 @@
+"""Grade one finished case: every expectation, the verdict and the verified outcome.
+
+Pure and deterministic: the same case and evaluator set give the same results, in expectation order
+(the agent-run finding, when there is one, first).
+"""
+
+from __future__ import annotations
+
+from evaluation.case import CaseRun
+from evaluation.expectations import EvalContext, agent_run_result, evaluate_expectation, not_run_result
+from evaluation.outcome import verified_outcome
+from evaluation.results import ExpectationResult, GradedCase
+from evaluation.verdict import case_verdict
+from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
+
+
+def grade_results(
+    case: CaseRun, evaluator_version: str = DEFAULT_EVALUATOR_SET
+) -> tuple[ExpectationResult, ...]:
+    evaluator_set(evaluator_version)  # an unknown set fails here, before any work
+    results: list[ExpectationResult] = []
+    if case.agent_finding is not None:
+        results.append(agent_run_result(case.agent_finding, evaluator_version))
+    if not case.agent_ran:
+        why = "Not evaluated: the agent never ran"
+        why += f" ({case.agent_finding.label})." if case.agent_finding else "."
+        for i, raw in enumerate(case.expectations):
+            results.append(not_run_result(raw, i, evaluator_version, why))
+        return tuple(results)
+    ctx = EvalContext.from_case(case)
+    for i, raw in enumerate(case.expectations):
+        results.append(evaluate_expectation(raw, i, ctx, evaluator_version))
+    return tuple(results)
+
+
+def grade_case(case: CaseRun, *, evaluator_version: str = DEFAULT_EVALUATOR_SET) -> GradedCase:
+    results = grade_results(case, evaluator_version)
+    return GradedCase(
+        case=case,
+        results=results,
+        verdict=case_verdict(results, evaluator_version),
+        verified=verified_outcome(results, case.claimed_outcome, case.business_outcome),
+        evaluator_version=evaluator_version,
+    )

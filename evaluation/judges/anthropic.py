@@ -1,0 +1,129 @@
+"""Judge adapter for the Anthropic Messages API: one forced `record_verdict` tool call per verdict.
+
+The SDK's own retries are off; `_transport.with_retries` decides, so every failure maps to one
+JudgeError kind and the backoff can be tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anthropic as sdk
+import httpx
+from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
+
+from evaluation.judges._transport import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    MAX_OUTPUT_TOKENS,
+    TEMPERATURE,
+    Sleep,
+    error_for_status,
+    shared_ssl_context,
+    with_retries,
+)
+from evaluation.judges.contract import KIND_LLM, PROMPT_VERSION, JudgeIdentity, JudgeRequest, JudgeVerdict
+from evaluation.judges.errors import MALFORMED, REFUSED, TIMEOUT, UNAVAILABLE, JudgeError
+from evaluation.judges.pricing import Prices
+from evaluation.judges.prompt import PROMPT_SHA256, SYSTEM_PROMPT, provider_schema, render_prompt
+from evaluation.judges.verdicts import parse_verdict
+
+PROVIDER = "anthropic"
+TOOL_NAME = "record_verdict"
+_TOOL: ToolParam = {
+    "name": TOOL_NAME,
+    "description": "Record the grading verdict for the answer.",
+    "input_schema": provider_schema(),
+}
+
+
+class AnthropicJudge:
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        prices: Prices | None = None,
+        sleep: Sleep = time.sleep,
+    ) -> None:
+        self._identity = JudgeIdentity(
+            provider=PROVIDER,
+            model=model,
+            kind=KIND_LLM,
+            prompt_version=PROMPT_VERSION,
+            prompt_sha256=PROMPT_SHA256,
+        )
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout_s = timeout_s
+        self._max_retries = max_retries
+        self._prices = prices
+        self._sleep = sleep
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        return self._identity
+
+    def judge(self, request: JudgeRequest) -> JudgeVerdict:
+        with sdk.Anthropic(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            timeout=self._timeout_s,
+            max_retries=0,
+            http_client=sdk.DefaultHttpxClient(verify=shared_ssl_context()),
+        ) as client:
+            return with_retries(
+                lambda: self._attempt(client, request), max_retries=self._max_retries, sleep=self._sleep
+            )
+
+    def _attempt(self, client: sdk.Anthropic, request: JudgeRequest) -> JudgeVerdict:
+        messages: list[MessageParam] = [{"role": "user", "content": render_prompt(request)}]
+        choice: ToolChoiceToolParam = {"type": "tool", "name": TOOL_NAME}
+        try:
+            message = client.messages.create(
+                model=self._identity.model,
+                max_tokens=MAX_OUTPUT_TOKENS,
+                temperature=TEMPERATURE,
+                system=SYSTEM_PROMPT,
+                messages=messages,
+                tools=[_TOOL],
+                tool_choice=choice,
+            )
+        except sdk.APITimeoutError as exc:
+            raise JudgeError(TIMEOUT, f"no answer within {self._timeout_s:g} s", retryable=True) from exc
+        except sdk.APIConnectionError as exc:
+            raise JudgeError(UNAVAILABLE, f"cannot reach the provider: {exc}", retryable=True) from exc
+        except sdk.APIStatusError as exc:
+            raise error_for_status(exc.status_code, exc.response.headers, exc.response.text) from exc
+        except (sdk.APIResponseValidationError, ValueError, httpx.DecodingError) as exc:
+            raise JudgeError(MALFORMED, f"unreadable provider response: {exc}") from exc
+        return self._verdict(message, request)
+
+    def _verdict(self, message: Any, request: JudgeRequest) -> JudgeVerdict:
+        # The SDK does not validate response shapes strictly, so anything odd is checked here.
+        if not isinstance(message, sdk.types.Message) or not isinstance(message.content, list):
+            kind = type(message).__name__
+            raise JudgeError(MALFORMED, f"the provider answered with a {kind} that is not a message")
+        if message.stop_reason == "refusal":
+            raise JudgeError(REFUSED, "the model declined to grade")
+        if message.stop_reason == "max_tokens":
+            raise JudgeError(MALFORMED, "the verdict was cut off at the output token limit")
+        calls = [
+            b
+            for b in message.content
+            if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == TOOL_NAME
+        ]
+        if not calls:
+            raise JudgeError(REFUSED, "the model answered without recording a verdict")
+        tokens_in = getattr(message.usage, "input_tokens", None)
+        tokens_out = getattr(message.usage, "output_tokens", None)
+        if isinstance(tokens_in, int) and isinstance(tokens_out, int):
+            tokens: int | None = tokens_in + tokens_out
+            cost = self._prices.cost(tokens_in, tokens_out) if self._prices else None
+        else:
+            tokens, cost = None, None
+        return parse_verdict(getattr(calls[0], "input", None), request, tokens=tokens, cost_usd=cost)

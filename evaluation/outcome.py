@@ -1,0 +1,62 @@
+"""The verified outcome of a case (spec §8.1), kept apart from the outcome the agent claimed.
+
+Built from the outcome evidence only: the results of state, stateUnchanged, outcomeVerified and
+noDuplicateSideEffect expectations. Trajectory and policy checks decide the verdict, never the
+outcome: a refund that landed correctly by the wrong path is a regression, not a contradiction.
+
+- any of them FAIL -> FAILURE, verified, source tool_twin_state
+- none present, or any ERROR/SKIPPED -> UNKNOWN, unverified, source unavailable
+- otherwise -> SUCCESS, verified, source tool_twin_state
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evaluation.results import ERROR, FAIL, SKIPPED, ExpectationResult, VerifiedOutcome
+
+OUTCOME_EVIDENCE_TYPES = frozenset({"state", "stateUnchanged", "outcomeVerified", "noDuplicateSideEffect"})
+OUTCOME_STATUSES = ("SUCCESS", "PARTIAL", "FAILURE", "UNKNOWN")
+TOOL_TWIN_STATE = "tool_twin_state"
+UNAVAILABLE = "unavailable"
+MAX_BUSINESS_OUTCOME = 200
+
+
+def normalize_outcome(claimed: str | None) -> str | None:
+    """A claimed outcome upper-cased; anything outside SUCCESS/PARTIAL/FAILURE/UNKNOWN is UNKNOWN."""
+    if claimed is None or not claimed.strip():
+        return None
+    value = claimed.strip().upper()
+    return value if value in OUTCOME_STATUSES else "UNKNOWN"
+
+
+def _ids(results: Sequence[ExpectationResult]) -> str:
+    return ", ".join(r.expectation.id for r in results)
+
+
+def verified_outcome(
+    results: Sequence[ExpectationResult], claimed: str | None, business_outcome: str | None
+) -> VerifiedOutcome:
+    evidence = [r for r in results if r.expectation.type in OUTCOME_EVIDENCE_TYPES]
+    fails = [r for r in evidence if r.status == FAIL]
+    undecided = [r for r in evidence if r.status in (ERROR, SKIPPED)]
+    if fails:
+        status, verified, source = "FAILURE", True, TOOL_TWIN_STATE
+        reason = f"The twin's state disproves success: {_ids(fails)} failed."
+    elif not evidence:
+        status, verified, source = "UNKNOWN", False, UNAVAILABLE
+        reason = "No outcome evidence: the scenario checks no state, outcome or side effect."
+    elif undecided:
+        status, verified, source = "UNKNOWN", False, UNAVAILABLE
+        reason = f"The outcome could not be verified: {_ids(undecided)} could not be evaluated."
+    else:
+        status, verified, source = "SUCCESS", True, TOOL_TWIN_STATE
+        reason = f"The twin's state backs the outcome: {_ids(evidence)} passed."
+    return VerifiedOutcome(
+        status=status,
+        verified=verified,
+        source=source,
+        claimed_status=normalize_outcome(claimed),
+        business_outcome=business_outcome[:MAX_BUSINESS_OUTCOME] if business_outcome else business_outcome,
+        reason=reason,
+    )

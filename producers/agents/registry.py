@@ -1,0 +1,35 @@
+"""Turn an agent spec string into an Agent: `demo:<version>` or `script:<path>`."""
+
+from __future__ import annotations
+
+from producers.agents.contract import Agent
+from producers.agents.demo_agent import DemoAgent
+from producers.agents.errors import AgentSpecError
+from producers.agents.script_agent import ScriptAgent
+from twin_engine.documents import demo_manifest, demo_manifest_versions
+from twin_engine.errors import DefinitionError
+
+SUPPORTED_KINDS = ("demo", "script")
+_USAGE = "use demo:<version> or script:<path> (http:// and python: agents are not supported yet)"
+
+
+def resolve_agent(spec: str) -> Agent:
+    kind, sep, rest = spec.partition(":")
+    kind = kind.strip().lower()
+    if not sep or not rest.strip():
+        raise AgentSpecError(f"agent spec '{spec}' is incomplete; {_USAGE}")
+    value = rest.strip()
+    if kind == "demo":
+        versions = demo_manifest_versions()
+        if value not in versions:
+            known = ", ".join(versions)
+            raise AgentSpecError(f"unknown demo agent version '{value}'; known versions: {known}")
+        try:
+            return DemoAgent(demo_manifest(value))
+        except DefinitionError as exc:
+            raise AgentSpecError(f"demo agent {value}: {exc}") from None
+    if kind == "script":
+        return ScriptAgent(value)
+    if kind in ("http", "https", "python"):
+        raise AgentSpecError(f"agent spec '{spec}': {kind} agents are not supported yet; {_USAGE}")
+    raise AgentSpecError(f"agent spec '{spec}': unknown agent kind '{kind}'; {_USAGE}")

@@ -1,0 +1,135 @@
+"""Run agents against twin cases: one scenario -> one CaseRun (evidence + claims), or a whole suite.
+
+The simulator is the boundary that keeps a batch alive: an agent that raises becomes a CaseRun with
+an agent finding, never a crashed run. Everything except `timings` is a pure function of the agent,
+scenario, twin and seed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Any
+
+from evaluation.case import AgentFinding, CaseRun
+from producers.agents.contract import Agent, AgentRequest, AgentResult, AgentRunError, ToolSpec
+from producers.agents.registry import resolve_agent
+from producers.tool_client import InProcessToolClient
+from twin_engine.documents import Scenario
+from twin_engine.faults import case_seed as derive_case_seed
+from twin_engine.twin import ScenarioConfig, Twin
+
+JSON = Any
+AGENT_ERROR = "AGENT_ERROR"
+# Context keys the twin consumes itself; the agent gets the rest as extra context (spec §5.3).
+_TWIN_CONTEXT_KEYS = ("tenant", "now")
+
+
+def case_id_for(run_id: str, scenario_name: str) -> str:
+    return f"{run_id}:{scenario_name}"
+
+
+def visible_tools(twin: Twin, scenario: Scenario) -> tuple[ToolSpec, ...]:
+    """The twin's tools, narrowed to the scenario's allowedTools when it names any."""
+    specs = twin.tool_specs()
+    if not scenario.allowed_tools:
+        return specs
+    allowed = set(scenario.allowed_tools)
+    return tuple(spec for spec in specs if spec.name in allowed)
+
+
+def simulate_case(
+    agent: Agent, scenario: Scenario, twin: Twin, *, case_seed: int, case_id: str, agent_spec: str
+) -> CaseRun:
+    context = dict(scenario.context)
+    tenant = context.get("tenant")
+    customer_id = context.get("customer_id")
+    twin_case = twin.new_case(
+        scenario=ScenarioConfig.from_scenario(scenario.raw),
+        seed=case_seed,
+        tenant=str(tenant) if tenant is not None else None,
+    )
+    request = AgentRequest(
+        message=scenario.message,
+        context={k: v for k, v in context.items() if k not in _TWIN_CONTEXT_KEYS},
+        tenant=str(tenant) if tenant is not None else "",
+        customer_id=str(customer_id) if customer_id is not None else None,
+        tools=visible_tools(twin, scenario),
+        client=InProcessToolClient(twin_case),
+        session_id=f"sim-{case_id}",
+        scenario_name=scenario.name,
+    )
+    result: AgentResult | None = None
+    finding: AgentFinding | None = None
+    started = time.perf_counter()
+    try:
+        result = agent.run(request)
+    except AgentRunError as exc:
+        finding = AgentFinding(exc.finding, exc.message)
+    except Exception as exc:  # the batch boundary: a broken agent fails its case, not the run
+        finding = AgentFinding(AGENT_ERROR, _one_line(exc))
+    wall_ms = (time.perf_counter() - started) * 1000
+
+    records = twin_case.records
+    delays = sum(record.delay_ms for record in records)
+    return CaseRun(
+        case_id=case_id,
+        scenario_name=scenario.name,
+        scenario_hash=scenario.spec_hash,
+        twin_name=twin.name,
+        twin_hash=twin.hash,
+        case_seed=case_seed,
+        agent=agent_spec,
+        agent_version=agent.version,
+        severity=scenario.severity,
+        tags=tuple(scenario.tags),
+        input_message=scenario.message,
+        context=context,
+        tenant=str(tenant) if tenant is not None else None,
+        expectations=tuple(dict(e) for e in scenario.expectations),
+        secrets=tuple(twin.secrets),
+        records=records,
+        retrievals=twin_case.retrievals,
+        initial_state=twin_case.initial,
+        final_state=twin_case.state,
+        state_hash=twin_case.state_hash(),
+        output=result.output if result else None,
+        claimed_outcome=result.claimed_outcome.upper() if result and result.claimed_outcome else None,
+        business_outcome=result.business_outcome if result else None,
+        agent_status=result.status if result else None,
+        agent_steps=result.steps if result else None,
+        claimed_calls=tuple(asdict(call) for call in result.tool_calls) if result else (),
+        tokens=result.token_estimate if result else None,
+        cost_usd=None,
+        model_kind=result.model_kind if result else agent.model_kind,
+        agent_finding=finding,
+        latency_ms=float(delays + (result.backoff_ms if result else 0)),
+        timings={"wall_ms": round(wall_ms, 3)},
+    )
+
+
+def simulate_suite(
+    agent_spec: str, scenarios: Iterable[Scenario], twin: Twin, *, run_seed: int, run_id: str
+) -> list[CaseRun]:
+    """Every scenario once, in the given order; case seeds derive from the run seed (spec §3.1)."""
+    agent = resolve_agent(agent_spec)
+    runs: list[CaseRun] = []
+    for scenario in scenarios:
+        seed = derive_case_seed(run_seed, scenario.name, scenario.seed)
+        runs.append(
+            simulate_case(
+                agent,
+                scenario,
+                twin,
+                case_seed=seed,
+                case_id=case_id_for(run_id, scenario.name),
+                agent_spec=agent_spec,
+            )
+        )
+    return runs
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

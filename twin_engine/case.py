@@ -1,0 +1,480 @@
+"""One case of a twin: its state, counters, idempotency slots and the per-call pipeline (§2.7-2.9).
+
+Pipeline of `call`: count -> gate -> fault selection (pre-execution faults answer here) ->
+idempotency lookup -> tenant check -> handler -> output schema -> commit -> fault transformation
+-> record -> reply. A tool error travels as ToolFailure and becomes a reply in `_execute`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from twin_engine.adapters import AdapterRegistry
+from twin_engine.canonical import canonical_bytes, sha256_hex, state_hash
+from twin_engine.diff import diff_states
+from twin_engine.failures import ToolFailure
+from twin_engine.faults import FaultBehavior, check_targets, select_fault
+from twin_engine.gate import gate, idempotency_key, schema_problems
+from twin_engine.handlers import Execution, execute
+from twin_engine.kb import clamp_limit, collect_documents, search
+from twin_engine.merge_patch import merge_patch
+from twin_engine.paths import MISSING, get_path
+from twin_engine.records import CallRecord, RetrievalRecord, StateChange
+from twin_engine.replies import TwinReply, call_status
+from twin_engine.templates import DEFAULT_NOW, TemplateEnv, render, render_path, to_text
+
+if TYPE_CHECKING:
+    from twin_engine.twin import ScenarioConfig, ToolDef, Twin
+
+REPLAY_HEADER = "Idempotent-Replayed"
+
+
+@dataclass(frozen=True)
+class _Slot:
+    args_hash: str
+    status: int
+    result: Any
+
+
+@dataclass(frozen=True)
+class _Delivered:
+    status: int
+    body: Any
+    headers: dict[str, str]
+    error_code: str | None
+
+
+@dataclass
+class _Outcome:
+    """The Execute step's result, before the fault transformation."""
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    error_code: str | None = None
+    result: Any = MISSING  # the real result on success
+    mutated: bool = False
+    changes: tuple[StateChange, ...] = ()
+    replayed: bool = False
+    cross_tenant: str | None = None
+    policy_violation: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+def _failure_outcome(failure: ToolFailure, **extra: Any) -> _Outcome:
+    return _Outcome(failure.status, failure.reply_body(), error_code=failure.code, **extra)
+
+
+class TwinCase:
+    """A running case. Not thread-safe: calls of one case are applied serially, in order."""
+
+    def __init__(
+        self,
+        twin: Twin,
+        scenario: ScenarioConfig,
+        *,
+        seed: int = 0,
+        tenant: str | None = None,
+        adapters: AdapterRegistry | None = None,
+    ) -> None:
+        check_targets(scenario.faults, twin.tools)
+        self.twin = twin
+        self.scenario = scenario
+        self.seed = seed
+        self.tenant = tenant if tenant is not None else scenario.tenant
+        self.now = scenario.now or DEFAULT_NOW
+        self.adapters = adapters
+        base = twin.initial_state
+        self._initial: dict[str, Any] = (
+            merge_patch(base, scenario.state_patch)
+            if scenario.state_patch is not None
+            else copy.deepcopy(base)
+        )
+        self._state: dict[str, Any] = copy.deepcopy(self._initial)
+        self._seq = 0
+        self._call_counts: dict[str, int] = {}
+        self._slots: dict[tuple[str, str], _Slot] = {}
+        self._last_replies: dict[str, _Delivered] = {}
+        self._records: list[CallRecord] = []
+        self._retrievals: list[RetrievalRecord] = []
+
+    # ------------------------------------------------------------ views
+
+    @property
+    def records(self) -> tuple[CallRecord, ...]:
+        return tuple(self._records)
+
+    @property
+    def retrievals(self) -> tuple[RetrievalRecord, ...]:
+        return tuple(self._retrievals)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return copy.deepcopy(self._state)
+
+    @property
+    def initial(self) -> dict[str, Any]:
+        return copy.deepcopy(self._initial)
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def state_hash(self) -> str:
+        return state_hash(self._state)
+
+    # ------------------------------------------------------------ retrieval
+
+    def search_kb(self, query: str, limit: int = 3) -> list[dict[str, Any]]:
+        """Search the knowledge base; shares the case's `seq` and records a retrieval step."""
+        self._seq += 1
+        limit = clamp_limit(limit)
+        docs = collect_documents(self._state, self.twin.retrieval_path, self.scenario.documents)
+        found = search(docs, query, limit)
+        self._retrievals.append(
+            RetrievalRecord(
+                seq=self._seq,
+                query=query,
+                limit=limit,
+                documents=tuple({"id": d.id, "trusted": d.trusted} for d in found),
+            )
+        )
+        return [d.for_agent() for d in found]
+
+    # ------------------------------------------------------------ calls
+
+    def call(
+        self, tool: str, arguments: Any, headers: Mapping[str, str] | None = None, role: str = "agent"
+    ) -> TwinReply:
+        """Invoke `tool` as the caller would over HTTP; every call leaves a record."""
+        self._seq += 1
+        call_number = self._call_counts.get(tool, 0) + 1
+        self._call_counts[tool] = call_number
+        seq = self._seq
+        tdef = self.twin.tools.get(tool)
+        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+
+        checked = gate(tool, tdef, arguments, role, self.scenario.allowed_tools)
+        args = checked.arguments
+        if checked.refusal is not None or tdef is None:
+            failure = checked.refusal or ToolFailure(404, "UNKNOWN_TOOL", f"Unknown tool: {tool}.")
+            out = _failure_outcome(failure, policy_violation=checked.policy_violation)
+            return self._deliver(tool, tdef, args, seq, call_number, None, out, None, remember=False)
+
+        key = idempotency_key(tdef, args, lowered)
+        env = TemplateEnv(
+            args=args,
+            state=self._state,
+            tenant=self.tenant,
+            idempotency_key=key,
+            now=self.now,
+            seq=seq,
+            call_number=call_number,
+        )
+        rule = select_fault(self.scenario.faults, tool, call_number, args, self.seed)
+        fault = rule.behavior if rule is not None else None
+
+        if fault is not None and not fault.spec.executes:
+            out = self._fault_error(fault, env, MISSING) if fault.spec.error else _Outcome(0, None)
+            reply = self._deliver(tool, tdef, args, seq, call_number, key, out, fault)
+        else:
+            out = self._execute(tdef, args, key, env, fault)
+            out = self._transform(tdef, out, fault, env)
+            reply = self._deliver(tool, tdef, args, seq, call_number, key, out, fault)
+
+        if fault is not None and fault.type == "message_duplication":
+            self._seq += 1  # the network delivers the same request again: a new record, same call number
+            env2 = replace(env, seq=self._seq)
+            again = self._execute(tdef, args, key, env2, None)
+            self._records.append(
+                self._record(
+                    tdef.name,
+                    tdef,
+                    args,
+                    self._seq,
+                    call_number,
+                    key,
+                    again,
+                    fault,
+                    None,
+                    redelivered=True,
+                    delay_ms=0,
+                )
+            )
+        return reply
+
+    def _execute(
+        self,
+        tdef: ToolDef,
+        args: dict[str, Any],
+        key: str | None,
+        env: TemplateEnv,
+        fault: FaultBehavior | None,
+    ) -> _Outcome:
+        """Idempotency lookup, tenant check, handler, output schema, commit (spec §2.8 step 4-5)."""
+        env = replace(
+            env, state=self._state
+        )  # the state as it is now (an earlier delivery may have changed it)
+        args_hash = sha256_hex(args)
+        if key is not None:
+            slot = self._slots.get((tdef.name, key))
+            if slot is not None:
+                if slot.args_hash != args_hash:
+                    return _failure_outcome(
+                        ToolFailure(
+                            409,
+                            "IDEMPOTENCY_CONFLICT",
+                            "This idempotency key was already used with different arguments.",
+                        )
+                    )
+                leak = self._leak(slot.result)
+                return _Outcome(
+                    slot.status,
+                    {"result": copy.deepcopy(slot.result)},
+                    {REPLAY_HEADER: "true"},
+                    result=copy.deepcopy(slot.result),
+                    replayed=True,
+                    cross_tenant=leak,
+                    policy_violation="CROSS_TENANT" if leak else None,
+                )
+        mode = fault.spec.state if fault is not None else "normal"
+        try:
+            if self._foreign_entity(tdef, env):
+                return _failure_outcome(
+                    ToolFailure(403, "ACCESS_DENIED", "This record belongs to another tenant."),
+                    cross_tenant="denied",
+                    policy_violation="CROSS_TENANT",
+                )
+            done = execute(
+                Execution(
+                    tdef.name,
+                    tdef.handler,
+                    env,
+                    self._initial,
+                    stale=mode == "stale",
+                    adapters=self.adapters,
+                    first_effect_only=mode == "first_effect",
+                )
+            )
+            if tdef.output_validator is not None:
+                problems = schema_problems(tdef.output_validator, done.result)
+                if problems:
+                    message = f"The tool's reply breaks its outputSchema: {problems[0]}"
+                    raise ToolFailure(500, "TWIN_CONTRACT_VIOLATION", message)
+        except ToolFailure as failure:
+            return _failure_outcome(failure)
+
+        commit = done.state
+        if mode == "discarded":
+            commit = None
+        elif mode == "first_effect":
+            commit = done.partial_state
+        changes: tuple[StateChange, ...] = ()
+        if commit is not None:
+            changes = diff_states(self._state, commit)
+            self._state = commit
+        if key is not None and mode != "first_effect":
+            self._slots[(tdef.name, key)] = _Slot(args_hash, done.status, copy.deepcopy(done.result))
+        leak = self._leak(done.result)
+        return _Outcome(
+            done.status,
+            {"result": done.result},
+            dict(done.headers),
+            result=done.result,
+            mutated=commit is not None and (done.mutated or mode == "first_effect"),
+            changes=changes,
+            cross_tenant=leak,
+            policy_violation="CROSS_TENANT" if leak else None,
+        )
+
+    def _foreign_entity(self, tdef: ToolDef, env: TemplateEnv) -> bool:
+        """The tenant check (spec §2.8 step 5): True when the entity belongs to another tenant."""
+        tenant_key = self.twin.tenant_key
+        if not (tdef.tenant_path and tenant_key and self.tenant):
+            return False
+        try:
+            path = render_path(tdef.tenant_path, env)
+        except ToolFailure as failure:
+            if failure.code == "MISSING_ARGUMENT":  # no entity named: nothing to check
+                return False
+            raise
+        entity = get_path(self._state, path)
+        if not isinstance(entity, dict):
+            return False
+        owner = entity.get(tenant_key)
+        return owner is not None and owner != self.tenant
+
+    def _leak(self, result: Any) -> str | None:
+        """ "allowed" when a successful result carries a record of another tenant."""
+        tenant_key = self.twin.tenant_key
+        if tenant_key and self.tenant and _carries_foreign(result, tenant_key, self.tenant):
+            return "allowed"
+        return None
+
+    def _fault_error(self, fault: FaultBehavior, env: TemplateEnv, result: Any) -> _Outcome:
+        error = fault.error()
+        assert error is not None
+        headers: dict[str, str] = {}
+        retry_after = fault.retry_after()
+        if retry_after is not None:
+            headers["Retry-After"] = retry_after
+        body: Any = {"error": {"code": error.code, "message": error.message}}
+        if fault.body is not MISSING:
+            try:
+                body = render(fault.body, replace(env, state=self._state, result=result))
+            except ToolFailure as failure:
+                return _failure_outcome(failure)
+        return _Outcome(error.status, body, headers, error_code=error.code)
+
+    def _transform(
+        self, tdef: ToolDef, out: _Outcome, fault: FaultBehavior | None, env: TemplateEnv
+    ) -> _Outcome:
+        """Post-execution faults: what the caller sees instead of the real reply."""
+        if fault is None:
+            return out
+        spec = fault.spec
+        if spec.error is not None and (out.ok or not spec.error_only_on_success):
+            shown = self._fault_error(fault, env, out.result)
+            return replace(
+                out, status=shown.status, body=shown.body, headers=shown.headers, error_code=shown.error_code
+            )
+        if fault.type == "duplicate_response":
+            previous = self._last_replies.get(tdef.name)
+            if previous is not None:
+                return replace(
+                    out,
+                    status=previous.status,
+                    body=copy.deepcopy(previous.body),
+                    headers=dict(previous.headers),
+                    error_code=previous.error_code,
+                )
+        if fault.type == "semantic_bad_response" and out.ok:
+            try:
+                bad = render(fault.body, replace(env, state=self._state, result=out.result))
+            except ToolFailure as failure:
+                return replace(
+                    out, status=failure.status, body=failure.reply_body(), headers={}, error_code=failure.code
+                )
+            return replace(out, status=200, body={"result": bad}, error_code=None)
+        return out
+
+    def _deliver(
+        self,
+        tool: str,
+        tdef: ToolDef | None,
+        args: Any,
+        seq: int,
+        call_number: int,
+        key: str | None,
+        out: _Outcome,
+        fault: FaultBehavior | None,
+        *,
+        remember: bool = True,
+    ) -> TwinReply:
+        transport = fault.spec.transport if fault is not None else None
+        delay = fault.effective_delay_ms if fault is not None else 0
+        raw: bytes | None = None
+        body: Any = out.body
+        status = out.status
+        if transport == "dropped":
+            status, body = 0, None
+        elif transport in ("partial", "malformed"):
+            whole = canonical_bytes(out.body)
+            raw, body = whole[: len(whole) // 2], None
+        else:
+            raw = canonical_bytes(out.body)
+            if remember:
+                self._last_replies[tool] = _Delivered(
+                    out.status, copy.deepcopy(out.body), dict(out.headers), out.error_code
+                )
+        delivered = replace(out, status=status, body=body)
+        record = self._record(
+            tool,
+            tdef,
+            args,
+            seq,
+            call_number,
+            key,
+            delivered,
+            fault,
+            transport,
+            redelivered=False,
+            delay_ms=delay,
+        )
+        self._records.append(record)
+        headers = {} if transport == "dropped" else dict(out.headers)
+        return TwinReply(status, copy.deepcopy(body), headers, transport, raw, delay, record)
+
+    def _record(
+        self,
+        tool: str,
+        tdef: ToolDef | None,
+        args: Any,
+        seq: int,
+        call_number: int,
+        key: str | None,
+        out: _Outcome,
+        fault: FaultBehavior | None,
+        transport: str | None,
+        *,
+        redelivered: bool,
+        delay_ms: int,
+    ) -> CallRecord:
+        return CallRecord(
+            seq=seq,
+            call_number=call_number,
+            tool=tool,
+            arguments=copy.deepcopy(args),
+            http_status=out.status,
+            status=call_status(out.status, out.error_code, transport),
+            error_code=out.error_code,
+            response=copy.deepcopy(out.body),
+            risk=tdef.risk if tdef is not None else None,
+            fault=fault.type if fault is not None else None,
+            mutated=out.mutated,
+            expects_mutation=tdef.expects_mutation if tdef is not None else False,
+            replayed=out.replayed,
+            effect_key=self._effect_key(tdef, args, key, seq, call_number),
+            cross_tenant=out.cross_tenant,
+            policy_violation=out.policy_violation,
+            redelivered=redelivered,
+            changes=out.changes,
+            delay_ms=delay_ms,
+            idempotency_key=key,
+        )
+
+    def _effect_key(
+        self, tdef: ToolDef | None, args: Any, key: str | None, seq: int, call_number: int
+    ) -> str | None:
+        if tdef is None or tdef.effect_key is None or not isinstance(args, dict):
+            return None
+        env = TemplateEnv(
+            args=args,
+            state=self._state,
+            tenant=self.tenant,
+            idempotency_key=key,
+            now=self.now,
+            seq=seq,
+            call_number=call_number,
+        )
+        try:
+            return to_text(render(tdef.effect_key, env))
+        except ToolFailure:
+            return None
+
+
+def _carries_foreign(value: Any, tenant_key: str, tenant: str) -> bool:
+    if isinstance(value, dict):
+        owner = value.get(tenant_key)
+        if isinstance(owner, str) and owner != tenant:
+            return True
+        return any(_carries_foreign(v, tenant_key, tenant) for v in value.values())
+    if isinstance(value, list):
+        return any(_carries_foreign(v, tenant_key, tenant) for v in value)
+    return False

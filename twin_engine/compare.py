@@ -1,0 +1,246 @@
+"""The shared comparators (spec §2.4): twin preconditions and grading expectations use these.
+
+Usage::
+
+    from twin_engine.compare import check, comparators_of
+    value = get_path(state, "orders.ORD-1001.refund_count")
+    result = check(value, value is not MISSING, comparators_of(expectation))
+    result.ok, result.reason          # False, "expected 1, got 2"
+
+Rules:
+- Every comparator present must hold; the first that fails gives the reason.
+- With no comparator at all the value must exist: present and not null.
+- `equals` fails on a missing value; `notEquals` passes on it; `in` takes a list.
+- `exists: true` means present and not null; `exists: false` means missing or null.
+- `gte`/`lte`/`gt`/`lt` need numbers on both sides; a bool is never a number.
+- `matches` is a regex search over text (input capped at 1 MiB; 0.5 s timeout when the `regex`
+  package is installed, otherwise patterns with nested unbounded quantifiers are refused).
+- Equality is JSON equality: 1 == 1.0, but True != 1 and "1" != 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from twin_engine.canonical import canonical_json
+from twin_engine.paths import MISSING
+
+COMPARATORS = ("equals", "notEquals", "in", "exists", "gte", "lte", "gt", "lt", "matches")
+MAX_MATCH_INPUT = 1 << 20
+MATCH_TIMEOUT_S = 0.5
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    reason: str  # why it failed ("expected 1, got 2"); on success a short "got 1"
+
+
+def comparators_of(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """The comparator entries of a condition/expectation mapping (other keys are ignored)."""
+    return {key: mapping[key] for key in COMPARATORS if key in mapping}
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: numbers compare by value, a bool equals only a bool, containers deeply."""
+    if is_number(a) and is_number(b):
+        return bool(a == b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def show(value: Any, limit: int = 120) -> str:
+    """A value as it appears in reasons: JSON text (strings quoted), `nothing` when missing."""
+    if value is MISSING:
+        return "nothing"
+    try:
+        text = canonical_json(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check(actual: Any, present: bool, comparators: Mapping[str, Any]) -> Comparison:
+    """Compare `actual` (ignored when `present` is False) with every comparator in `comparators`."""
+    value = actual if present else MISSING
+    if not comparators:
+        if value is MISSING or value is None:
+            return Comparison(False, f"expected a value, got {show(value)}")
+        return Comparison(True, f"got {show(value)}")
+    for name in COMPARATORS:
+        if name in comparators:
+            failure = _CHECKS[name](value, comparators[name])
+            if failure is not None:
+                return Comparison(False, failure)
+    return Comparison(True, f"got {show(value)}")
+
+
+def _equals(value: Any, expected: Any) -> str | None:
+    if value is not MISSING and json_equal(value, expected):
+        return None
+    return f"expected {show(expected)}, got {show(value)}"
+
+
+def _not_equals(value: Any, expected: Any) -> str | None:
+    if value is MISSING or not json_equal(value, expected):
+        return None
+    return f"expected anything but {show(expected)}, got {show(value)}"
+
+
+def _in(value: Any, options: Any) -> str | None:
+    if not isinstance(options, list):
+        return f"'in' needs a list, got {show(options)}"
+    if value is not MISSING and any(json_equal(value, o) for o in options):
+        return None
+    return f"expected one of {show(options)}, got {show(value)}"
+
+
+def _exists(value: Any, wanted: Any) -> str | None:
+    there = value is not MISSING and value is not None
+    if bool(wanted) == there:
+        return None
+    return f"expected a value, got {show(value)}" if wanted else f"expected no value, got {show(value)}"
+
+
+def _numeric(label: str, holds: Callable[[float, float], bool]) -> Callable[[Any, Any], str | None]:
+    def compare(value: Any, limit: Any) -> str | None:
+        if not is_number(limit):
+            return f"cannot compare with {show(limit)}: not a number"
+        if is_number(value) and holds(value, limit):
+            return None
+        return f"expected {label} {show(limit)}, got {show(value)}"
+
+    return compare
+
+
+def _matches(value: Any, pattern: Any) -> str | None:
+    if not isinstance(pattern, str):
+        return f"'matches' needs a text pattern, got {show(pattern)}"
+    if not isinstance(value, str):
+        return f"expected text matching {show(pattern)}, got {show(value)}"
+    try:
+        found = regex_search(pattern, value)
+    except UnsafePatternError as exc:
+        return str(exc)
+    if found:
+        return None
+    return f"expected text matching {show(pattern)}, got {show(value)}"
+
+
+_CHECKS: dict[str, Callable[[Any, Any], str | None]] = {
+    "equals": _equals,
+    "notEquals": _not_equals,
+    "in": _in,
+    "exists": _exists,
+    "gte": _numeric("at least", lambda a, b: a >= b),
+    "lte": _numeric("at most", lambda a, b: a <= b),
+    "gt": _numeric("more than", lambda a, b: a > b),
+    "lt": _numeric("less than", lambda a, b: a < b),
+    "matches": _matches,
+}
+
+
+class UnsafePatternError(ValueError):
+    """A pattern that is invalid, refused, or ran out of time."""
+
+
+def _optional_regex_module() -> Any:
+    try:
+        return importlib.import_module("regex")
+    except ImportError:
+        return None
+
+
+_REGEX = _optional_regex_module()
+
+
+def regex_search(pattern: str, text: str) -> bool:
+    """Search `pattern` in (the first MiB of) `text`, guarded against catastrophic backtracking."""
+    text = text[:MAX_MATCH_INPUT]
+    if _REGEX is not None:
+        try:
+            return _REGEX.search(pattern, text, timeout=MATCH_TIMEOUT_S) is not None
+        except TimeoutError as exc:
+            raise UnsafePatternError(f"pattern {show(pattern)} took longer than 0.5 s") from exc
+        except _REGEX.error as exc:
+            raise UnsafePatternError(f"invalid pattern {show(pattern)}: {exc}") from exc
+    if has_nested_quantifier(pattern):
+        raise UnsafePatternError(f"pattern {show(pattern)} is refused: nested repetition can run forever")
+    try:
+        return re.search(pattern, text) is not None
+    except re.error as exc:
+        raise UnsafePatternError(f"invalid pattern {show(pattern)}: {exc}") from exc
+
+
+def has_nested_quantifier(pattern: str) -> bool:
+    """True for a repeated group that itself repeats something, e.g. `(a+)+` or `(x*y)*`.
+
+    A conservative textual check (no timeout is available with the standard `re` module).
+    """
+    stack: list[bool] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _skip_class(pattern, i)
+            continue
+        if ch == "(":
+            stack.append(False)
+        elif ch == ")" and stack:
+            inner = stack.pop()
+            if inner and _quantifier_at(pattern, i + 1):
+                return True
+            if inner and stack:
+                stack[-1] = True
+        elif _quantifier_at(pattern, i) and stack:
+            stack[-1] = True
+        i += 1
+    return False
+
+
+def _quantifier_at(pattern: str, i: int) -> bool:
+    if i >= len(pattern):
+        return False
+    if pattern[i] in "*+":
+        return True
+    return pattern[i] == "{" and re.match(r"\{\d*,\d*\}", pattern[i:]) is not None
+
+
+def _skip_class(pattern: str, i: int) -> int:
+    i += 1
+    if i < len(pattern) and pattern[i] == "^":
+        i += 1
+    if i < len(pattern) and pattern[i] == "]":
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1
+
+
+def contains(actual: Any, expected: Any) -> bool:
+    """Recursive subset match: every key of an `expected` object is in `actual` with a matching value.
+
+    Anything other than an object (lists included) must be JSON-equal. Used by fault `argsMatch`
+    and recorded-fixture `match`.
+    """
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            key in actual and contains(actual[key], value) for key, value in expected.items()
+        )
+    return json_equal(actual, expected)

@@ -1,0 +1,206 @@
+"""A compiled twin.v1 definition (spec §2.1-2.2) and the scenario settings a case runs under."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from producers.agents.contract import ToolSpec
+from twin_engine.adapters import AdapterRegistry
+from twin_engine.canonical import canonical_bytes, sha256_hex
+from twin_engine.errors import DefinitionError
+from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
+from twin_engine.handlers import Handler, compile_handler
+from twin_engine.templates import TemplateSyntaxError, check_path_template, check_template
+
+if TYPE_CHECKING:
+    from twin_engine.case import TwinCase
+
+RISKS = ("READ", "WRITE_REVERSIBLE", "WRITE_IRREVERSIBLE", "EXECUTE", "ADMIN")
+MAX_INITIAL_STATE = 1 << 20
+DEFAULT_KB_PATH = "kb"
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    risk: str
+    risk_declared: bool
+    handler: Handler
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    idempotency_argument: str | None = None
+    idempotency_header: str | None = None  # lower-cased
+    effect_key: str | None = None  # template
+    tenant_path: str | None = None  # path template
+    input_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
+    output_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def expects_mutation(self) -> bool:
+        return self.handler.expects_mutation
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.risk, copy.deepcopy(self.input_schema))
+
+
+def _validator(schema: Any, where: str) -> Draft202012Validator | None:
+    if schema is None:
+        return None
+    if _mentions(schema, "patternProperties"):
+        raise DefinitionError("patternProperties is not supported", path=where)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise DefinitionError(f"not a valid JSON Schema: {exc.message}", path=where) from exc
+    return Draft202012Validator(schema)
+
+
+def _mentions(schema: Any, key: str) -> bool:
+    if isinstance(schema, dict):
+        return key in schema or any(_mentions(v, key) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_mentions(v, key) for v in schema)
+    return False
+
+
+def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
+    handler = compile_handler(dict(raw.get("handler") or {}), f"{where}.handler")
+    risk = raw.get("risk")
+    if risk is not None and risk not in RISKS:
+        raise DefinitionError(f"unknown risk {risk!r}", path=f"{where}.risk")
+    declared = risk is not None
+    if risk is None:  # conservative default: only a read handler is assumed harmless
+        risk = "READ" if handler.kind == "read" else "WRITE_IRREVERSIBLE"
+    effect_key = raw.get("effectKey")
+    if effect_key is not None:
+        try:
+            check_template(effect_key)
+        except TemplateSyntaxError as exc:
+            raise DefinitionError(exc.message, path=f"{where}.effectKey") from exc
+    tenant_path = raw.get("tenantPath")
+    if tenant_path is not None:
+        try:
+            check_path_template(tenant_path)
+        except TemplateSyntaxError as exc:
+            raise DefinitionError(exc.message, path=f"{where}.tenantPath") from exc
+    idempotency = raw.get("idempotency") or {}
+    header = idempotency.get("header")
+    input_schema = raw.get("inputSchema")
+    output_schema = raw.get("outputSchema")
+    return ToolDef(
+        name=name,
+        description=str(raw.get("description") or ""),
+        risk=str(risk),
+        risk_declared=declared,
+        handler=handler,
+        input_schema=copy.deepcopy(input_schema),
+        output_schema=copy.deepcopy(output_schema),
+        idempotency_argument=idempotency.get("argument"),
+        idempotency_header=header.lower() if isinstance(header, str) else None,
+        effect_key=effect_key,
+        tenant_path=tenant_path,
+        input_validator=_validator(input_schema, f"{where}.inputSchema"),
+        output_validator=_validator(output_schema, f"{where}.outputSchema"),
+    )
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A compiled, immutable twin definition. Cases are created with `new_case`."""
+
+    name: str
+    hash: str  # SHA-256 of the canonical definition
+    definition: dict[str, Any] = field(repr=False)
+    tools: Mapping[str, ToolDef] = field(repr=False)
+    initial_state: dict[str, Any] = field(repr=False)
+    secrets: tuple[str, ...] = ()
+    tenant_key: str | None = None
+    retrieval_path: str = DEFAULT_KB_PATH
+
+    @classmethod
+    def from_definition(cls, doc: Mapping[str, Any]) -> Twin:
+        """Compile a schema-valid twin.v1 document; semantic problems raise DefinitionError."""
+        spec = doc.get("spec") or {}
+        initial = spec.get("initialState") or {}
+        if not isinstance(initial, dict):
+            raise DefinitionError("initialState must be an object", path="spec.initialState")
+        if len(canonical_bytes(initial)) > MAX_INITIAL_STATE:
+            raise DefinitionError("initialState is larger than 1 MiB", path="spec.initialState")
+        tools_raw = spec.get("tools") or {}
+        tools = {name: _compile_tool(name, raw, f"spec.tools.{name}") for name, raw in tools_raw.items()}
+        retrieval = spec.get("retrieval") or {}
+        return cls(
+            name=str((doc.get("metadata") or {}).get("name", "")),
+            hash=sha256_hex(doc),
+            definition=copy.deepcopy(dict(doc)),
+            tools=tools,
+            initial_state=copy.deepcopy(initial),
+            secrets=tuple(spec.get("secrets") or ()),
+            tenant_key=spec.get("tenantKey"),
+            retrieval_path=str(retrieval.get("statePath") or DEFAULT_KB_PATH),
+        )
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(self.tools)
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """What an agent is told about the tools, in document order."""
+        return tuple(tool.spec() for tool in self.tools.values())
+
+    def new_case(
+        self,
+        *,
+        scenario: ScenarioConfig | None = None,
+        seed: int = 0,
+        tenant: str | None = None,
+        adapters: AdapterRegistry | None = None,
+    ) -> TwinCase:
+        """A fresh case: initial state = initialState merge-patched with the scenario's state."""
+        from twin_engine.case import TwinCase
+
+        return TwinCase(self, scenario or ScenarioConfig(), seed=seed, tenant=tenant, adapters=adapters)
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    """The parts of a scenario.v1 document the twin needs."""
+
+    name: str = ""
+    state_patch: dict[str, Any] | None = None
+    allowed_tools: tuple[str, ...] | None = None  # None or empty = every tool
+    faults: tuple[FaultRule, ...] = ()
+    tenant: str | None = None
+    now: str | None = None
+    documents: tuple[dict[str, Any], ...] = ()
+    seed: int | None = None
+
+    @classmethod
+    def from_scenario(cls, doc: Mapping[str, Any]) -> ScenarioConfig:
+        spec = doc.get("spec") or {}
+        inputs = spec.get("input") or {}
+        context = inputs.get("context") or {}
+        allowed = spec.get("allowedTools")
+        tenant = context.get("tenant")
+        now = context.get("now")
+        return cls(
+            name=str((doc.get("metadata") or {}).get("name", "")),
+            state_patch=copy.deepcopy(spec.get("state")),
+            allowed_tools=tuple(allowed) if allowed else None,
+            faults=compile_fault_rules(spec.get("faults") or ()),
+            tenant=str(tenant) if tenant is not None else None,
+            now=str(now) if now is not None else None,
+            documents=tuple(copy.deepcopy(d) for d in inputs.get("documents") or ()),
+            seed=spec.get("seed"),
+        )
+
+    def case_seed(self, run_seed: int) -> int:
+        """The seed of this scenario's case in a run: `spec.seed` if set, else derived from the run seed."""
+        return case_seed(run_seed, self.name, self.seed)
