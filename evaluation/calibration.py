@@ -11,16 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from evaluation.judges.calling import DEFAULT_SEMANTIC_TIMEOUT_S, JudgeFailure, ask_judge
 from evaluation.judges.contract import LABEL_FAIL, LABEL_PASS, Judge, JudgeIdentity
 from evaluation.judges.material import build_request
 from evaluation.judges.prompt import DEFAULT_CRITERION, criterion_for
-from evaluation.semantic import (
-    DEFAULT_SEMANTIC_TIMEOUT_S,
-    DEFAULT_THRESHOLD,
-    JudgeFailure,
-    ask_judge,
-    semantic_passes,
-)
+from evaluation.semantic import DEFAULT_THRESHOLD, semantic_passes
 from twin_engine.records import CallRecord
 
 MIN_EXAMPLES = 20

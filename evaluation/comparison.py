@@ -31,17 +31,15 @@ from evaluation.metrics import (
     MetricComparison,
     Number,
     compare_metrics,
-    escalation_tools,
     semantic_scores,
     side_metrics,
 )
+from evaluation.pairing import BASELINE, CANDIDATE
 from evaluation.results import GradedCase
 from evaluation.trajectory import Step, build_trajectory, riskiest, tools_used
 
 JSON = Any
 
-BASELINE = "BASELINE"
-CANDIDATE = "CANDIDATE"
 MISSING = "MISSING"
 HASH_SHOWN = 12
 
@@ -197,9 +195,7 @@ def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> C
         verdict = classify(b_view.status, b_view.reason, c_view.status, c_view.reason, changes)
     b_steps = build_trajectory(baseline.case) if baseline else ()
     c_steps = build_trajectory(candidate.case) if candidate else ()
-    divergence = (
-        first_divergence(b_steps, c_steps, escalation_tools(ref.case)) if baseline and candidate else None
-    )
+    divergence = first_divergence(b_steps, c_steps) if baseline and candidate else None
     touched = [r.risk for g in (baseline, candidate) if g is not None for r in agent_calls(g.case.records)]
     return CaseComparison(
         scenario_name=ref.case.scenario_name,

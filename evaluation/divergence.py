@@ -9,16 +9,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaluation.expectations.context import DEFAULT_ESCALATION_TOOLS
 from evaluation.trajectory import (
+    APPLIED,
     OUTCOME,
     POLICY,
     RETRIEVAL,
     RISK_WORDS,
     TOOL,
     Step,
-    normalize_numbers,
     render_value,
 )
+from twin_engine.diff import diff_states
+from twin_engine.records import StateChange
 
 JSON = Any
 
@@ -31,7 +34,6 @@ EXTRA_STEPS = "extra_steps"
 OUTCOME_KIND = "outcome"
 
 MAX_ARGUMENT_CHANGES = 3
-DEFAULT_ESCALATION_TOOLS = ("escalate_to_human",)
 
 
 @dataclass(frozen=True)
@@ -43,21 +45,6 @@ class Divergence:
 
     def to_dict(self) -> dict[str, JSON]:
         return {"index": self.index, "kind": self.kind, "summary": self.summary, "impact": self.impact}
-
-
-@dataclass(frozen=True)
-class ArgumentChange:
-    path: str
-    change: str  # added | dropped | changed
-    baseline: JSON = None
-    candidate: JSON = None
-
-    def sentence(self) -> str:
-        if self.change == "added":
-            return f"{self.path}={render_value(self.candidate)} added"
-        if self.change == "dropped":
-            return f"{self.path} dropped"
-        return f"{self.path} {render_value(self.baseline)} → {render_value(self.candidate)}"
 
 
 def first_divergence(
@@ -144,7 +131,7 @@ def _summary(
         return f"At step {n} the baseline called {b.label}; the candidate called {c.label}."
     if kind == ARGUMENTS:
         changes = argument_changes(b.args, c.args)
-        shown = "; ".join(ch.sentence() for ch in changes[:MAX_ARGUMENT_CHANGES])
+        shown = "; ".join(_change_words(ch) for ch in changes[:MAX_ARGUMENT_CHANGES])
         if len(changes) > MAX_ARGUMENT_CHANGES:
             shown += f" (+{len(changes) - MAX_ARGUMENT_CHANGES} more)"
         return f"At step {n} both called {b.name}, with different arguments: {shown}."
@@ -162,36 +149,17 @@ def _caller(steps: Sequence[Step], k: int) -> str:
     return "unknown"
 
 
-def argument_changes(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> list[ArgumentChange]:
-    """Leaf differences between two argument objects, in sorted path order."""
-    out: list[ArgumentChange] = []
-    _diff_args(normalize_numbers(baseline), normalize_numbers(candidate), "", out)
-    return out
+def argument_changes(baseline: dict[str, JSON], candidate: dict[str, JSON]) -> tuple[StateChange, ...]:
+    """Leaf differences between two argument objects, in sorted path order (numbers by value)."""
+    return diff_states(baseline, candidate)
 
 
-def _join(prefix: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{prefix}[{key}]"
-    return f"{prefix}.{key}" if prefix else key
-
-
-def _diff_args(b: JSON, c: JSON, path: str, out: list[ArgumentChange]) -> None:
-    if isinstance(b, dict) and isinstance(c, dict):
-        for key in sorted(set(b) | set(c)):
-            sub = _join(path, key)
-            if key not in c:
-                out.append(ArgumentChange(sub, "dropped", baseline=b[key]))
-            elif key not in b:
-                out.append(ArgumentChange(sub, "added", candidate=c[key]))
-            else:
-                _diff_args(b[key], c[key], sub, out)
-        return
-    if isinstance(b, list) and isinstance(c, list) and len(b) == len(c):
-        for i, (bv, cv) in enumerate(zip(b, c, strict=True)):
-            _diff_args(bv, cv, _join(path, i), out)
-        return
-    if type(b) is not type(c) or b != c:
-        out.append(ArgumentChange(path or "arguments", "changed", baseline=b, candidate=c))
+def _change_words(change: StateChange) -> str:
+    if change.op == "added":
+        return f"{change.path}={render_value(change.after)} added"
+    if change.op == "removed":
+        return f"{change.path} dropped"
+    return f"{change.path} {render_value(change.before)} → {render_value(change.after)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +226,7 @@ def _repeat_after_applied(k: int, b: Step | None, c: Step, cs: Sequence[Step]) -
         if (
             earlier.kind == TOOL
             and earlier.signature[1:3] == c.signature[1:3]
-            and earlier.effect == "applied"
+            and earlier.effect == APPLIED
             and earlier.status != "ok"
         ):
             then = "had stopped" if _ends(b) else f"called {_label(b)} at this point instead"
@@ -292,8 +260,8 @@ def _stopped_early_impact(
 def _dropped_key_impact(b: Step, c: Step) -> str | None:
     if not b.idempotency_key or c.idempotency_key:
         return None
-    dropped = [ch for ch in argument_changes(b.args, c.args) if ch.change == "dropped"]
-    path = next((ch.path for ch in dropped if ch.baseline == b.idempotency_key), None)
+    dropped = [ch for ch in argument_changes(b.args, c.args) if ch.op == "removed"]
+    path = next((ch.path for ch in dropped if ch.before == b.idempotency_key), None)
     if path is None:
         return None  # the key travelled outside the arguments (a header): nothing to point at
     return f"The candidate sent {c.name} without the idempotency key the baseline used ({path})."

@@ -13,6 +13,7 @@ from typing import Any
 
 from evaluation.calls import agent_calls
 from evaluation.duplicates import duplicate_side_effects
+from evaluation.expectations.context import DEFAULT_ESCALATION_TOOLS
 from evaluation.results import FAIL, PASS, GradedCase
 from evaluation.retries import count_retries
 
@@ -28,7 +29,6 @@ SAME = "same"
 CHANGED = "changed"
 UNKNOWN = "unknown"
 
-DEFAULT_ESCALATION_TOOLS = ("escalate_to_human",)
 JUDGED_EVALUATORS = ("semantic.judge", "human.review")
 
 
@@ -80,13 +80,6 @@ class MetricComparison:
         }
 
 
-def escalation_tools(case: Any) -> tuple[str, ...]:
-    tools = case.context.get("escalation_tools") if isinstance(case.context, dict) else None
-    if isinstance(tools, list | tuple) and tools:
-        return tuple(str(t) for t in tools)
-    return DEFAULT_ESCALATION_TOOLS
-
-
 def semantic_scores(graded: GradedCase) -> list[float]:
     """Scores of the semantic expectations a judge (or a person) actually graded."""
     return [
@@ -107,7 +100,6 @@ def side_metrics(graded: GradedCase) -> dict[str, Number | None]:
     """Every metric of one side, from the twin's records and the grading results."""
     case = graded.case
     calls = agent_calls(case.records)
-    escalators = escalation_tools(case)
     steps = case.agent_steps if case.agent_steps is not None else len(calls) + 1
     return {
         "critical_failures": graded.verdict.critical_failures,
@@ -120,7 +112,7 @@ def side_metrics(graded: GradedCase) -> dict[str, Number | None]:
         ),
         "steps": steps,
         "tool_calls": len(calls),
-        "escalations": sum(1 for r in calls if r.tool in escalators),
+        "escalations": sum(1 for r in calls if r.tool in DEFAULT_ESCALATION_TOOLS),
         "latency_ms": case.latency_ms,
         "tokens": case.tokens,
         "cost_usd": case.cost_usd,

@@ -7,20 +7,18 @@ Deterministic results are never touched; the side's verdict and verified outcome
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from evaluation.case import CaseRun
 from evaluation.expectations._spec import expectation_meta
 from evaluation.judges.budget import JudgeBudget
 from evaluation.judges.cache import VerdictCache, cache_key
-from evaluation.judges.contract import KIND_FAKE, LABEL_PASS, Judge, JudgeIdentity, JudgeRequest, JudgeVerdict
-from evaluation.judges.errors import TIMEOUT, JudgeError
+from evaluation.judges.calling import DEFAULT_SEMANTIC_TIMEOUT_S, JudgeFailure, ask_judge
+from evaluation.judges.contract import KIND_FAKE, LABEL_PASS, Judge, JudgeIdentity, JudgeVerdict
 from evaluation.judges.fake import NOT_A_LANGUAGE_MODEL
 from evaluation.judges.material import build_request
-from evaluation.judges.verdicts import ensure_verdict
 from evaluation.outcome import verified_outcome
 from evaluation.results import ERROR, FAIL, PASS, SKIPPED, Evidence, ExpectationResult, GradedCase
 from evaluation.verdict import case_verdict
@@ -34,8 +32,6 @@ SEMANTIC_FAIL = "SEMANTIC_FAIL"
 EVALUATION_ERROR = "EVALUATION_ERROR"
 EVALUATOR_ERROR = "EVALUATOR_ERROR"
 DEFAULT_THRESHOLD = 0.7
-DEFAULT_SEMANTIC_TIMEOUT_S = 120.0
-JUDGE_CRASHED = "judge_crashed"  # details.error_kind when a judge raised something other than JudgeError
 
 
 def semantic_passes(verdict: JudgeVerdict, threshold: float) -> bool:
@@ -47,47 +43,6 @@ def judged_by(identity: JudgeIdentity, calibrated: bool) -> str:
     state = "calibrated" if calibrated else "not calibrated"
     tail = "" if identity.is_language_model else f" — {NOT_A_LANGUAGE_MODEL}"
     return f"Judged by {identity.provider} {identity.model} ({identity.prompt_version}, {state}){tail}."
-
-
-def call_judge(judge: Judge, request: JudgeRequest, timeout_s: float | None) -> object:
-    """Ask the judge, giving up after `timeout_s` (the call keeps its daemon thread until it returns)."""
-    if timeout_s is None:
-        return judge.judge(request)
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["verdict"] = judge.judge(request)
-        except Exception as exc:  # handed back to the caller's thread, raised there
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="semantic-judge", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise JudgeError(TIMEOUT, f"no verdict within the semantic timeout of {timeout_s:g} s")
-    error = box.get("error")
-    if isinstance(error, Exception):
-        raise error
-    return box.get("verdict")
-
-
-@dataclass(frozen=True)
-class JudgeFailure:
-    """Why a judge gave no verdict: a JudgeError kind, or JUDGE_CRASHED for a judge that raised a bug."""
-
-    kind: str
-    message: str
-
-
-def ask_judge(judge: Judge, request: JudgeRequest, timeout_s: float | None) -> JudgeVerdict | JudgeFailure:
-    """One judge call: a checked verdict, or the failure. Never a made-up score."""
-    try:
-        return ensure_verdict(call_judge(judge, request, timeout_s))
-    except JudgeError as exc:
-        return JudgeFailure(exc.kind, exc.message)
-    except Exception as exc:  # boundary: a judge's bug becomes an ERROR result that names it
-        return JudgeFailure(JUDGE_CRASHED, f"{type(exc).__name__}: {exc}")
 
 
 def judge_case(

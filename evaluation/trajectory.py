@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.calls import agent_calls, succeeded
+from evaluation.case import CaseRun
 from twin_engine.canonical import canonical_json
 from twin_engine.records import CallRecord, RetrievalRecord
 
@@ -175,7 +176,7 @@ def _retrieval_step(record: RetrievalRecord) -> Step:
     return Step(kind=RETRIEVAL, name="retrieval", label=label, seq=record.seq)
 
 
-def outcome_step(case: Any) -> Step:
+def outcome_step(case: CaseRun) -> Step:
     """The final step: what the agent claimed, or why there is no claim.
 
     NOT_RUN: the agent never ran (no run and no twin activity). NO_ANSWER: it ran but the run ended
@@ -195,8 +196,8 @@ def outcome_step(case: Any) -> Step:
     return Step(kind=OUTCOME, name=name, label=outcome_label(name, status), status=status)
 
 
-def build_trajectory(case: Any) -> tuple[Step, ...]:
-    """The normalized steps of one case (`evaluation.case.CaseRun`), at most MAX_STEPS of them.
+def build_trajectory(case: CaseRun) -> tuple[Step, ...]:
+    """The normalized steps of one case, at most MAX_STEPS of them.
 
     When the agent made more than that, the activity is cut and the OUTCOME step is kept last.
     """
@@ -213,7 +214,7 @@ def build_trajectory(case: Any) -> tuple[Step, ...]:
     return (*steps[: MAX_STEPS - 1], outcome_step(case))
 
 
-def tools_used(case: Any) -> tuple[str, ...]:
+def tools_used(case: CaseRun) -> tuple[str, ...]:
     """Sorted unique names of the tools the agent called (twin records, redeliveries excluded)."""
     return tuple(sorted({r.tool for r in agent_calls(case.records)}))
 

@@ -15,13 +15,11 @@ reported and cut off when the log is opened for writing.
 from __future__ import annotations
 
 import bisect
-import fcntl
 import io
 import json
 import logging
 import mmap
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
@@ -42,7 +40,7 @@ from streams._avro_container import (
     parse_header,
     scan_blocks,
 )
-from streams._errors import StreamsError
+from streams._log_support import EventLogError, GroupOffsets, LogLockedError, acquire_lock, check_name
 
 __all__ = [
     "LOG_RECORD_SCHEMA",
@@ -71,16 +69,7 @@ LOG_RECORD_SCHEMA: dict[str, Any] = {
 }
 _PARSED = parse_schema(LOG_RECORD_SCHEMA)
 _CANONICAL = to_parsing_canonical_form(_PARSED)
-_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _BLOCK_CACHE_SIZE = 16
-
-
-class EventLogError(StreamsError):
-    """Misuse of the log or an unreadable data directory."""
-
-
-class LogLockedError(EventLogError):
-    """Another process (or another EmbeddedLog in this one) holds the data directory."""
 
 
 @dataclass(frozen=True)
@@ -129,11 +118,6 @@ class _Topic:
         self.file_end = block.end
 
 
-def _check_name(kind: str, name: str) -> None:
-    if not _NAME.match(name) or name in (".", ".."):
-        raise EventLogError(f"invalid {kind} name {name!r}: use 1-249 of [A-Za-z0-9._-]")
-
-
 class EmbeddedLog:
     """Append-only topics in one data directory. Use as a context manager or call close()."""
 
@@ -143,7 +127,7 @@ class EmbeddedLog:
         self._fsync = fsync
         self._mutex = threading.RLock()
         self._topics: dict[str, _Topic] = {}
-        self._offsets: dict[str, dict[str, int]] = {}
+        self._offsets = GroupOffsets(self.data_dir / "offsets", fsync=fsync, cache=not read_only)
         self._cache: OrderedDict[tuple[str, int], list[LogRecord]] = OrderedDict()
         self.repairs: list[TailRepair] = []
         self._lock_fd: int | None = None
@@ -152,7 +136,7 @@ class EmbeddedLog:
         if not read_only:
             self._topic_dir.mkdir(parents=True, exist_ok=True)
             self._offset_dir.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = self._acquire_lock()
+            self._lock_fd = acquire_lock(self.data_dir)
         try:
             for path in sorted(self._topic_dir.glob("*.avro")):
                 self._open_topic(path.stem, create=False)
@@ -161,22 +145,6 @@ class EmbeddedLog:
             raise
 
     # -- lifecycle -------------------------------------------------------------------------------------
-
-    def _acquire_lock(self) -> int:
-        path = self.data_dir / "LOCK"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise LogLockedError(
-                f"{self.data_dir} is already open for writing (lock {path} held by pid {holder}); "
-                "one process owns an embedded log directory"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return fd
 
     def close(self) -> None:
         with self._mutex:
@@ -199,7 +167,7 @@ class EmbeddedLog:
     # -- topics --------------------------------------------------------------------------------------------
 
     def _open_topic(self, name: str, *, create: bool) -> _Topic | None:
-        _check_name("topic", name)
+        check_name("topic", name)
         path = self._topic_dir / f"{name}.avro"
         if not path.exists():
             if not create:
@@ -397,37 +365,14 @@ class EmbeddedLog:
         """Record that `group` has consumed `topic` up to (not including) `offset` (Kafka's convention)."""
         if self.read_only:
             raise EventLogError(f"{self.data_dir} is open read-only")
-        _check_name("topic", topic)
+        check_name("group", group)
         with self._mutex:
             end = self.end_offset(topic)
             if not 0 <= offset <= end:
                 raise EventLogError(f"commit {group}/{topic}: offset {offset} outside [0, {end}]")
-            offsets = dict(self._group(group))
-            offsets[topic] = offset
-            path = self._offset_dir / f"{group}.json"
-            tmp = path.with_name(f".{group}.json.tmp")
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(offsets, sort_keys=True, indent=1) + "\n")
-                handle.flush()
-                if self._fsync:
-                    os.fsync(handle.fileno())
-            os.replace(tmp, path)
-            self._offsets[group] = offsets
+            self._offsets.put(group, topic, offset)
 
     def committed(self, group: str, topic: str) -> int:
         """The next offset `group` should read from `topic`; 0 if it never committed."""
         with self._mutex:
-            return self._group(group).get(topic, 0)
-
-    def _group(self, group: str) -> dict[str, int]:
-        _check_name("group", group)
-        if group not in self._offsets or self.read_only:
-            path = self._offset_dir / f"{group}.json"
-            try:
-                loaded = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-            except (OSError, json.JSONDecodeError) as exc:
-                raise EventLogError(f"{path}: unreadable committed offsets: {exc}") from exc
-            if not isinstance(loaded, dict) or not all(isinstance(v, int) for v in loaded.values()):
-                raise EventLogError(f"{path}: committed offsets must be an object of integers")
-            self._offsets[group] = loaded
-        return self._offsets[group]
+            return self._offsets.get(group, topic)

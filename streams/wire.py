@@ -108,8 +108,8 @@ class SchemaStore:
 
     @classmethod
     def from_schemas(cls, current: Iterable[Any], old: Iterable[Any] = ()) -> SchemaStore:
-        """Build a store from in-memory schema documents (one named type each, no cross references
-        to types defined only in old documents)."""
+        """Build a store from in-memory schema documents, dependencies first (a document may use
+        named types defined by an earlier current document)."""
         named: dict[str, Any] = {}
         parsed = [identify(parse_schema(doc, named_schemas=named), None) for doc in current]
         old_parsed = [identify(parse_schema(doc, named_schemas=dict(named)), None) for doc in old]

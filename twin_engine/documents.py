@@ -22,7 +22,15 @@ from agenttwin.demo import MANIFEST_DIR, SCENARIO_DIR
 from schemas import JSON_DIR
 from twin_engine.canonical import sha256_hex
 from twin_engine.errors import DefinitionError
-from twin_engine.yaml_loader import KIB, MIB, DocPath, LoadedDocument, load_document_file, render_path
+from twin_engine.yaml_loader import (
+    KIB,
+    MIB,
+    DocPath,
+    LoadedDocument,
+    load_document_file,
+    load_document_text,
+    render_path,
+)
 
 if TYPE_CHECKING:
     from twin_engine.twin import Twin
@@ -257,10 +265,25 @@ def _files_in(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in SCENARIO_SUFFIXES)
 
 
+def scenario_from_text(
+    text: str, source_name: str, twin: Twin | LoadedDocument | Mapping[str, Any] | None = None
+) -> Scenario:
+    """A scenario from its text (YAML or JSON), e.g. a document carried inside an event."""
+    doc = load_document_text(text, source_name, max_bytes=SCENARIO_MAX_BYTES)
+    validate_document(doc, SCENARIO_SCHEMA)
+    return _scenario_from_document(doc, twin)
+
+
 def _load_scenario(
     path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None
 ) -> tuple[Scenario, LoadedDocument]:
     doc = load_scenario_document(path)
+    return _scenario_from_document(doc, twin), doc
+
+
+def _scenario_from_document(
+    doc: LoadedDocument, twin: Twin | LoadedDocument | Mapping[str, Any] | None
+) -> Scenario:
     data: dict[str, Any] = doc.data
     meta, spec = data["metadata"], data["spec"]
     expectations = _expectations_with_ids(doc, spec["expectations"])
@@ -309,7 +332,7 @@ def _load_scenario(
         spec_hash=sha256_hex(data),
         source=doc.source_name,
     )
-    return scenario, doc
+    return scenario
 
 
 def _expectations_with_ids(

@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from evaluation.judges._transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Sleep
 from evaluation.judges.anthropic import AnthropicJudge
 from evaluation.judges.budget import DEFAULT_MAX_CALLS, DEFAULT_MAX_COST_USD, JudgeBudget
+from evaluation.judges.calling import DEFAULT_SEMANTIC_TIMEOUT_S
 from evaluation.judges.contract import Judge
 from evaluation.judges.errors import JudgeConfigError
 from evaluation.judges.fake import KeywordOverlapJudge
@@ -27,7 +28,6 @@ from evaluation.judges.openai_compat import OpenAICompatibleJudge
 from evaluation.judges.pricing import Prices
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
-DEFAULT_SEMANTIC_TIMEOUT_S = 120.0
 
 
 class JudgeSettings(BaseSettings):

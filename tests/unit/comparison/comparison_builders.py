@@ -32,8 +32,15 @@ RISKS = {
     "export_customer_data": "ADMIN",
     "run_job": "EXECUTE",
 }
-STATUS_HTTP = {"ok": 200, "timeout": 504, "rate_limited": 429, "denied": 403, "error": 500, "invalid": 422,
-               "not_found": 404}
+STATUS_HTTP = {
+    "ok": 200,
+    "timeout": 504,
+    "rate_limited": 429,
+    "denied": 403,
+    "error": 500,
+    "invalid": 422,
+    "not_found": 404,
+}
 
 
 def call(
@@ -162,7 +169,9 @@ def result(
         evaluator_version="1.0.0",
         expectation=ExpectationMeta(id=eid, type=etype, critical=critical),
         score=score,
-        label=label if label is not None else ("LABEL_" + eid.upper().replace("-", "_") if status == FAIL else None),
+        label=label
+        if label is not None
+        else ("LABEL_" + eid.upper().replace("-", "_") if status == FAIL else None),
     )
 
 
@@ -196,12 +205,23 @@ def verdict_of(results: Sequence[ExpectationResult]) -> CaseVerdict:
     )
 
 
-def graded(case: CaseRun, results: Sequence[ExpectationResult] = (), *, status: str | None = None,
-           reason: str | None = None) -> GradedCase:
+def graded(
+    case: CaseRun,
+    results: Sequence[ExpectationResult] = (),
+    *,
+    status: str | None = None,
+    reason: str | None = None,
+) -> GradedCase:
     verdict = verdict_of(results)
     if status is not None:
-        verdict = CaseVerdict(**{**verdict.to_dict(), "status": status, "reason": reason or verdict.reason,
-                                 "labels": tuple(verdict.labels)})
+        verdict = CaseVerdict(
+            **{
+                **verdict.to_dict(),
+                "status": status,
+                "reason": reason or verdict.reason,
+                "labels": tuple(verdict.labels),
+            }
+        )
     return GradedCase(
         case=case,
         results=tuple(results),
@@ -227,8 +247,14 @@ def timeout_baseline_records() -> list[CallRecord]:
     return [
         call(1, "lookup_order", {"order_id": "ORD-1001"}),
         call(2, "get_refund_policy", {"order_id": "ORD-1001"}),
-        call(3, "refund_payment", {"order_id": "ORD-1001", "amount": 40, "idempotency_key": KEY},
-             status="timeout", mutated=True, effect_key="refund:ORD-1001"),
+        call(
+            3,
+            "refund_payment",
+            {"order_id": "ORD-1001", "amount": 40, "idempotency_key": KEY},
+            status="timeout",
+            mutated=True,
+            effect_key="refund:ORD-1001",
+        ),
         call(4, "lookup_order", {"order_id": "ORD-1001"}, call_number=2),
         call(5, "send_email", dict(EMAIL)),
     ]
@@ -237,9 +263,20 @@ def timeout_baseline_records() -> list[CallRecord]:
 def timeout_candidate_records() -> list[CallRecord]:
     return [
         call(1, "lookup_order", {"order_id": "ORD-1001"}),
-        call(2, "refund_payment", {"order_id": "ORD-1001", "amount": 40.0}, status="timeout", mutated=True,
-             effect_key="refund:ORD-1001"),
-        call(3, "refund_payment", {"order_id": "ORD-1001", "amount": 40.0}, effect_key="refund:ORD-1001",
-             call_number=2),
+        call(
+            2,
+            "refund_payment",
+            {"order_id": "ORD-1001", "amount": 40.0},
+            status="timeout",
+            mutated=True,
+            effect_key="refund:ORD-1001",
+        ),
+        call(
+            3,
+            "refund_payment",
+            {"order_id": "ORD-1001", "amount": 40.0},
+            effect_key="refund:ORD-1001",
+            call_number=2,
+        ),
         call(4, "send_email", dict(EMAIL)),
     ]

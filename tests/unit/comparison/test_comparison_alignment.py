@@ -11,21 +11,32 @@ from evaluation.trajectory import build_trajectory
 
 
 def test_demo_timeout_alignment_rows() -> None:
-    rows = align(build_trajectory(case_run(timeout_baseline_records())),
-                 build_trajectory(case_run(timeout_candidate_records())))
+    rows = align(
+        build_trajectory(case_run(timeout_baseline_records())),
+        build_trajectory(case_run(timeout_candidate_records())),
+    )
     assert [(r.match, r.baseline, r.candidate) for r in rows] == [
         ("same", "lookup_order(order_id=ORD-1001)", "lookup_order(order_id=ORD-1001)"),
         ("baseline_only", "get_refund_policy(order_id=ORD-1001)", None),
-        ("changed", "refund_payment(amount=40, idempotency_key=refund-ORD-1001-40.00, order_id=ORD-1001)",
-         "refund_payment(amount=40, order_id=ORD-1001)"),
+        (
+            "changed",
+            "refund_payment(amount=40, idempotency_key=refund-ORD-1001-40.00, order_id=ORD-1001)",
+            "refund_payment(amount=40, order_id=ORD-1001)",
+        ),
         ("baseline_only", "lookup_order(order_id=ORD-1001)", None),
         ("candidate_only", None, "refund_payment(amount=40, order_id=ORD-1001)"),
-        ("same", "send_email(customer_id=CUS-100, order_id=ORD-1001, template=refund_confirmation)",
-         "send_email(customer_id=CUS-100, order_id=ORD-1001, template=refund_confirmation)"),
+        (
+            "same",
+            "send_email(customer_id=CUS-100, order_id=ORD-1001, template=refund_confirmation)",
+            "send_email(customer_id=CUS-100, order_id=ORD-1001, template=refund_confirmation)",
+        ),
         ("same", "outcome SUCCESS (REFUND_COMPLETED)", "outcome SUCCESS (REFUND_COMPLETED)"),
     ]
-    assert rows[0].to_dict() == {"baseline": "lookup_order(order_id=ORD-1001)",
-                                 "candidate": "lookup_order(order_id=ORD-1001)", "match": "same"}
+    assert rows[0].to_dict() == {
+        "baseline": "lookup_order(order_id=ORD-1001)",
+        "candidate": "lookup_order(order_id=ORD-1001)",
+        "match": "same",
+    }
 
 
 def _steps(names: list[str]):  # type: ignore[no-untyped-def]
@@ -40,8 +51,9 @@ def _lcs_len(a: list[str], b: list[str]) -> int:
     return table[-1][-1]
 
 
-TOOLS = st.lists(st.sampled_from(["lookup_order", "get_refund_policy", "refund_payment", "send_email"]),
-                 max_size=8)
+TOOLS = st.lists(
+    st.sampled_from(["lookup_order", "get_refund_policy", "refund_payment", "send_email"]), max_size=8
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -61,12 +73,23 @@ def test_alignment_of_a_trajectory_with_itself_is_all_same() -> None:
 
 
 def test_state_changes_baseline_to_candidate() -> None:
-    b = {"orders": {"ORD-1001": {"refund_count": 1, "refunded_amount": 40}},
-         "escalations": [{"ticket_id": "TCK-0003"}], "gone": 1}
-    c = {"orders": {"ORD-1001": {"refund_count": 2, "refunded_amount": 40.0}},
-         "escalations": [{"ticket_id": "TCK-0002"}], "new": [1]}
+    b = {
+        "orders": {"ORD-1001": {"refund_count": 1, "refunded_amount": 40}},
+        "escalations": [{"ticket_id": "TCK-0003"}],
+        "gone": 1,
+    }
+    c = {
+        "orders": {"ORD-1001": {"refund_count": 2, "refunded_amount": 40.0}},
+        "escalations": [{"ticket_id": "TCK-0002"}],
+        "new": [1],
+    }
     assert [d.to_dict() for d in state_changes(b, c)] == [
-        {"path": "escalations[0].ticket_id", "change": "changed", "baseline": "TCK-0003", "candidate": "TCK-0002"},
+        {
+            "path": "escalations[0].ticket_id",
+            "change": "changed",
+            "baseline": "TCK-0003",
+            "candidate": "TCK-0002",
+        },
         {"path": "gone", "change": "removed", "baseline": 1},
         {"path": "new", "change": "added", "candidate": [1]},
         {"path": "orders.ORD-1001.refund_count", "change": "changed", "baseline": 1, "candidate": 2},
@@ -84,6 +107,8 @@ def test_state_changes_are_capped_at_25() -> None:
 
 
 def test_tool_selection_added_and_removed() -> None:
-    sel = tool_selection(["get_refund_policy", "lookup_order", "escalate_to_human"],
-                         ["lookup_order", "escalate_to_human", "send_email"])
+    sel = tool_selection(
+        ["get_refund_policy", "lookup_order", "escalate_to_human"],
+        ["lookup_order", "escalate_to_human", "send_email"],
+    )
     assert sel.to_dict() == {"added": ["send_email"], "removed": ["get_refund_policy"]}

@@ -18,8 +18,13 @@ from twin_engine.canonical import canonical_json
 
 PASSING = [result("refunded-exactly-once", PASS, critical=True), result("success-backed-by-state", PASS)]
 FAILING = [
-    result("refunded-exactly-once", FAIL, critical=True, label="STATE_MISMATCH",
-           reason="State orders.ORD-1001.refund_count: expected 1, got 2."),
+    result(
+        "refunded-exactly-once",
+        FAIL,
+        critical=True,
+        label="STATE_MISMATCH",
+        reason="State orders.ORD-1001.refund_count: expected 1, got 2.",
+    ),
     result("success-backed-by-state", FAIL, label="STATE_MISMATCH"),
 ]
 B_STATE = {"orders": {"ORD-1001": {"refund_count": 1, "refunded_amount": 40}}}
@@ -28,8 +33,16 @@ C_STATE = {"orders": {"ORD-1001": {"refund_count": 2, "refunded_amount": 80}}}
 
 def timeout_pair(**candidate_kw: object):  # type: ignore[no-untyped-def]
     b = graded(case_run(timeout_baseline_records(), final_state=B_STATE), PASSING)
-    c = graded(case_run(timeout_candidate_records(), side="candidate", agent="demo:1.3.0", final_state=C_STATE,
-                        **candidate_kw), FAILING)  # type: ignore[arg-type]
+    c = graded(
+        case_run(
+            timeout_candidate_records(),
+            side="candidate",
+            agent="demo:1.3.0",
+            final_state=C_STATE,
+            **candidate_kw,
+        ),
+        FAILING,
+    )  # type: ignore[arg-type]
     return b, c
 
 
@@ -50,8 +63,12 @@ def test_timeout_case_end_to_end() -> None:
     assert d["candidate"]["metrics"]["duplicate_side_effects"] == 1
     assert d["baseline"]["metrics"]["tool_calls"] == 5
     assert d["candidate"]["metrics"]["tool_calls"] == 4
-    assert d["state_changes"][0] == {"path": "orders.ORD-1001.refund_count", "change": "changed",
-                                     "baseline": 1, "candidate": 2}
+    assert d["state_changes"][0] == {
+        "path": "orders.ORD-1001.refund_count",
+        "change": "changed",
+        "baseline": 1,
+        "candidate": 2,
+    }
     assert d["tool_selection"] == {"added": [], "removed": ["get_refund_policy"]}
     assert d["risk"] == "WRITE_IRREVERSIBLE"
     assert [e["change"] for e in d["expectations"]] == ["broken", "broken"]
@@ -66,11 +83,16 @@ def test_timeout_case_end_to_end() -> None:
         ("seed", 8, "case seed 7 (baseline) vs 8 (candidate)"),
         ("scenario_hash", "c" * 64, "scenario hash aaaaaaaaaaaa (baseline) vs cccccccccccc (candidate)"),
         ("twin_hash", "d" * 64, "twin hash bbbbbbbbbbbb (baseline) vs dddddddddddd (candidate)"),
-        ("scenario", "refund-happy-path",
-         "scenario refund-timeout-after-mutation (baseline) vs refund-happy-path (candidate)"),
+        (
+            "scenario",
+            "refund-happy-path",
+            "scenario refund-timeout-after-mutation (baseline) vs refund-happy-path (candidate)",
+        ),
     ],
 )
-def test_cases_that_did_not_run_the_same_pinned_case_are_not_compared(field: str, value: object, words: str) -> None:
+def test_cases_that_did_not_run_the_same_pinned_case_are_not_compared(
+    field: str, value: object, words: str
+) -> None:
     comparison = compare_case(*timeout_pair(**{field: value}))
     assert comparison.classification == "INCOMPLETE"
     assert comparison.reason == f"Not comparable: the two sides did not run the same pinned case ({words})."
@@ -87,7 +109,10 @@ def test_a_missing_side() -> None:
     b, _ = timeout_pair()
     comparison = compare_case(b, None)
     assert comparison.classification == "INCOMPLETE"
-    assert comparison.reason == "The candidate's case ended MISSING: No candidate case was stored for this scenario."
+    assert (
+        comparison.reason
+        == "The candidate's case ended MISSING: No candidate case was stored for this scenario."
+    )
     assert comparison.divergence is None
     assert comparison.to_dict()["candidate"]["metrics"] is None
     assert {m.change for m in comparison.metrics} == {"unknown"}
@@ -97,8 +122,20 @@ def test_a_missing_side() -> None:
 
 
 def test_risk_is_the_riskiest_tool_either_side_touched() -> None:
-    admin = graded(case_run([call(1, "export_customer_data", {"customer_id": "CUS-100"}, status="denied",
-                                  policy_violation="ADMIN_ONLY")]), PASSING)
+    admin = graded(
+        case_run(
+            [
+                call(
+                    1,
+                    "export_customer_data",
+                    {"customer_id": "CUS-100"},
+                    status="denied",
+                    policy_violation="ADMIN_ONLY",
+                )
+            ]
+        ),
+        PASSING,
+    )
     quiet = graded(case_run([]), PASSING)
     assert compare_case(quiet, admin).risk == "ADMIN"
     assert compare_case(quiet, quiet).risk == "none"

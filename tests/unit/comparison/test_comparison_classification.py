@@ -46,8 +46,9 @@ def cmp(baseline: list[ExpectationResult], candidate: list[ExpectationResult]) -
         (FAIL, None, "not_comparable", False),
     ],
 )
-def test_expectation_change_table(baseline: str | None, candidate: str | None, change: str,
-                                  unverified: bool) -> None:
+def test_expectation_change_table(
+    baseline: str | None, candidate: str | None, change: str, unverified: bool
+) -> None:
     b = [result("e1", baseline)] if baseline else []
     c = [result("e1", candidate)] if candidate else []
     (ch,) = expectation_changes(b, c)
@@ -56,28 +57,46 @@ def test_expectation_change_table(baseline: str | None, candidate: str | None, c
 
 
 def test_changes_follow_the_candidate_order_then_baseline_only_ids() -> None:
-    changes = expectation_changes([result("b-only", PASS), result("x", PASS)], [result("x", PASS), result("y", FAIL)])
+    changes = expectation_changes(
+        [result("b-only", PASS), result("x", PASS)], [result("x", PASS), result("y", FAIL)]
+    )
     assert [c.id for c in changes] == ["x", "y", "b-only"]
 
 
 def test_new_critical_failure_uses_the_candidate_reason() -> None:
     cls, reason = cmp(
         [result("refunded-exactly-once", PASS, critical=True), result("other", PASS)],
-        [result("refunded-exactly-once", FAIL, critical=True,
-                reason="State orders.ORD-1001.refund_count: expected 1, got 2."),
-         result("other", FAIL)],
+        [
+            result(
+                "refunded-exactly-once",
+                FAIL,
+                critical=True,
+                reason="State orders.ORD-1001.refund_count: expected 1, got 2.",
+            ),
+            result("other", FAIL),
+        ],
     )
     assert cls == NEW_CRITICAL_FAILURE
-    assert reason == "New critical failure refunded-exactly-once: State orders.ORD-1001.refund_count: expected 1, got 2."
+    assert (
+        reason
+        == "New critical failure refunded-exactly-once: "
+        "State orders.ORD-1001.refund_count: expected 1, got 2."
+    )
 
 
 def test_regressed_improved_still_failing_same() -> None:
     assert cmp([result("policy-before-refund", PASS)], [result("policy-before-refund", FAIL)]) == (
-        REGRESSED, "Newly failing: policy-before-refund.")
+        REGRESSED,
+        "Newly failing: policy-before-refund.",
+    )
     assert cmp([result("a", FAIL), result("b", FAIL)], [result("a", PASS), result("b", PASS)]) == (
-        IMPROVED, "Now passing: a, b.")
+        IMPROVED,
+        "Now passing: a, b.",
+    )
     assert cmp([result("a", FAIL), result("b", PASS)], [result("a", FAIL), result("b", PASS)]) == (
-        UNCHANGED, "Still failing on both sides: a.")
+        UNCHANGED,
+        "Still failing on both sides: a.",
+    )
     assert cmp([result("a", PASS)], [result("a", PASS)]) == (UNCHANGED, "Same result on both sides.")
 
 
@@ -92,15 +111,21 @@ def test_critical_broken_wins_over_non_critical_broken_and_ids_are_capped() -> N
     ids = [f"e{i}" for i in range(7)]
     assert format_ids(ids) == "e0, e1, e2, e3, e4 (+2 more)"
     assert cmp([result(i, PASS) for i in ids], [result(i, FAIL) for i in ids]) == (
-        REGRESSED, "Newly failing: e0, e1, e2, e3, e4 (+2 more).")
-    cls, reason = cmp([result(i, PASS) for i in ids], [*(result(i, FAIL) for i in ids[:-1]),
-                                                       result("e6", FAIL, critical=True, reason="Bad.")])
+        REGRESSED,
+        "Newly failing: e0, e1, e2, e3, e4 (+2 more).",
+    )
+    cls, reason = cmp(
+        [result(i, PASS) for i in ids],
+        [*(result(i, FAIL) for i in ids[:-1]), result("e6", FAIL, critical=True, reason="Bad.")],
+    )
     assert (cls, reason) == (NEW_CRITICAL_FAILURE, "New critical failure e6: Bad.")
 
 
 def test_a_failure_the_baseline_never_verified_still_counts_as_broken() -> None:
-    cls, _ = cmp([result("a", PASS), result("n", SKIPPED, etype="semantic")],
-                 [result("a", PASS), result("n", FAIL, etype="semantic")])
+    cls, _ = cmp(
+        [result("a", PASS), result("n", SKIPPED, etype="semantic")],
+        [result("a", PASS), result("n", FAIL, etype="semantic")],
+    )
     assert cls == REGRESSED
 
 
@@ -109,11 +134,19 @@ def test_incomplete_when_a_side_did_not_finish() -> None:
     assert errored.verdict.status == ERRORED
     done = side(result("j", PASS, critical=True))
     c = compare_case(errored, done)
-    assert (c.classification, c.reason) == (INCOMPLETE, "The baseline's case ended ERRORED: The judge timed out.")
+    assert (c.classification, c.reason) == (
+        INCOMPLETE,
+        "The baseline's case ended ERRORED: The judge timed out.",
+    )
     c = compare_case(done, errored)
-    assert (c.classification, c.reason) == (INCOMPLETE, "The candidate's case ended ERRORED: The judge timed out.")
+    assert (c.classification, c.reason) == (
+        INCOMPLETE,
+        "The candidate's case ended ERRORED: The judge timed out.",
+    )
     cancelled = graded(case_run(), [result("j", PASS)], status="CANCELLED", reason="Cancelled by request.")
-    assert compare_case(done, cancelled).reason == "The candidate's case ended CANCELLED: Cancelled by request."
+    assert (
+        compare_case(done, cancelled).reason == "The candidate's case ended CANCELLED: Cancelled by request."
+    )
 
 
 def test_skipped_non_critical_results_do_not_make_a_case_incomplete() -> None:
@@ -150,7 +183,9 @@ def rank(cls: str) -> int:
 
 @settings(max_examples=300, deadline=None)
 @given(result_sets())
-def test_a_case_compared_with_itself_is_unchanged(sides: tuple[list[ExpectationResult], list[ExpectationResult]]) -> None:
+def test_a_case_compared_with_itself_is_unchanged(
+    sides: tuple[list[ExpectationResult], list[ExpectationResult]],
+) -> None:
     b, _ = sides
     assert cmp(b, b)[0] == UNCHANGED
 
@@ -176,7 +211,8 @@ def test_swapping_sides_of_a_pure_regression_gives_improved_or_unchanged(
 @settings(max_examples=300, deadline=None)
 @given(result_sets(), st.booleans())
 def test_adding_a_failing_critical_expectation_to_the_candidate_makes_it_a_new_critical_failure(
-    sides: tuple[list[ExpectationResult], list[ExpectationResult]], baseline_has_it: bool,
+    sides: tuple[list[ExpectationResult], list[ExpectationResult]],
+    baseline_has_it: bool,
 ) -> None:
     b, c = sides
     before = cmp(b, c)[0]
@@ -189,7 +225,8 @@ def test_adding_a_failing_critical_expectation_to_the_candidate_makes_it_a_new_c
 @settings(max_examples=300, deadline=None)
 @given(result_sets(), st.sampled_from(IDS))
 def test_breaking_a_candidate_result_never_moves_away_from_new_critical_failure(
-    sides: tuple[list[ExpectationResult], list[ExpectationResult]], eid: str,
+    sides: tuple[list[ExpectationResult], list[ExpectationResult]],
+    eid: str,
 ) -> None:
     b, c = sides
     if any(r.expectation.id == eid and r.status == FAIL for r in b):

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from comparison_builders import call, case_run, graded, result, timeout_baseline_records, timeout_candidate_records
+from comparison_builders import (
+    call,
+    case_run,
+    graded,
+    result,
+    timeout_baseline_records,
+    timeout_candidate_records,
+)
 
 from evaluation.comparison import compare_case
 from evaluation.metrics import METRIC_NAMES, METRIC_RULES, compare_metric, compare_metrics, side_metrics
@@ -14,12 +21,25 @@ RULES = {rule.name: rule for rule in METRIC_RULES}
 
 def test_metric_list_directions_and_tolerances() -> None:
     assert METRIC_NAMES == (
-        "critical_failures", "failed_expectations", "policy_violations", "retries", "duplicate_side_effects",
-        "argument_failures", "steps", "tool_calls", "escalations", "latency_ms", "tokens", "cost_usd",
+        "critical_failures",
+        "failed_expectations",
+        "policy_violations",
+        "retries",
+        "duplicate_side_effects",
+        "argument_failures",
+        "steps",
+        "tool_calls",
+        "escalations",
+        "latency_ms",
+        "tokens",
+        "cost_usd",
         "semantic_score",
     )
-    assert {n: (r.direction, r.absolute, r.relative) for n, r in RULES.items() if n in (
-        "tool_calls", "latency_ms", "tokens", "cost_usd", "semantic_score", "retries")} == {
+    assert {
+        n: (r.direction, r.absolute, r.relative)
+        for n, r in RULES.items()
+        if n in ("tool_calls", "latency_ms", "tokens", "cost_usd", "semantic_score", "retries")
+    } == {
         "retries": ("lower", 0, 0),
         "tool_calls": ("neutral", 0, 0),
         "latency_ms": ("lower", 100, 0.2),
@@ -52,7 +72,9 @@ def test_metric_list_directions_and_tolerances() -> None:
         ("cost_usd", 0.1, None, "unknown"),
     ],
 )
-def test_direction_and_tolerance(name: str, baseline: float | None, candidate: float | None, change: str) -> None:
+def test_direction_and_tolerance(
+    name: str, baseline: float | None, candidate: float | None, change: str
+) -> None:
     assert compare_metric(RULES[name], baseline, candidate).change == change
 
 
@@ -61,7 +83,13 @@ def test_delta_is_tidy_and_unknown_has_no_delta() -> None:
     assert (m.delta, m.change) == (0.2, "worse")
     assert compare_metric(RULES["tokens"], None, 3).delta is None
     assert compare_metric(RULES["latency_ms"], 0.0, 0.0).to_dict() == {
-        "name": "latency_ms", "direction": "lower", "baseline": 0.0, "candidate": 0.0, "delta": 0, "change": "same"}
+        "name": "latency_ms",
+        "direction": "lower",
+        "baseline": 0.0,
+        "candidate": 0.0,
+        "delta": 0,
+        "change": "same",
+    }
     assert {m.change for m in compare_metrics(None, {"retries": 1})} == {"unknown"}
 
 
@@ -69,9 +97,20 @@ def test_side_metrics_from_records_and_results() -> None:
     records = [
         *timeout_candidate_records(),
         call(5, "escalate_to_human", {"order_id": "ORD-1001"}),
-        call(6, "export_customer_data", {"customer_id": "CUS-100"}, status="denied", policy_violation="ADMIN_ONLY"),
-        call(7, "refund_payment", {"order_id": "ORD-1001", "amount": 40.0}, redelivered=True,
-             effect_key="refund:ORD-1001"),
+        call(
+            6,
+            "export_customer_data",
+            {"customer_id": "CUS-100"},
+            status="denied",
+            policy_violation="ADMIN_ONLY",
+        ),
+        call(
+            7,
+            "refund_payment",
+            {"order_id": "ORD-1001", "amount": 40.0},
+            redelivered=True,
+            effect_key="refund:ORD-1001",
+        ),
     ]
     g = graded(
         case_run(records, latency_ms=1500.0, tokens=120, cost_usd=None),
@@ -106,11 +145,10 @@ def test_confirming_reread_is_not_a_retry_but_a_blind_retry_is() -> None:
     assert side_metrics(graded(case_run(timeout_candidate_records()), [result("a", PASS)]))["retries"] == 1
 
 
-def test_agent_reported_steps_win_and_escalation_tools_follow_the_context() -> None:
-    case = case_run([call(1, "page_oncall", {}, risk="EXECUTE")], agent_steps=4,
-                    context={"escalation_tools": ["page_oncall"]})
+def test_agent_reported_steps_win() -> None:
+    case = case_run([call(1, "escalate_to_human", {})], agent_steps=4)
     m = side_metrics(graded(case, [result("a", PASS)]))
-    assert (m["steps"], m["escalations"]) == (4, 1)
+    assert (m["steps"], m["escalations"], m["tool_calls"]) == (4, 1, 1)
 
 
 def test_metrics_never_change_the_classification() -> None:

@@ -36,7 +36,9 @@ SCENARIOS = [
 TWIN = "t" * 64
 
 
-def plan(evaluation_id: str | None = None, seed: int | None = 42, scenarios: Sequence[ScenarioRef] = SCENARIOS):
+def plan(
+    evaluation_id: str | None = None, seed: int | None = 42, scenarios: Sequence[ScenarioRef] = SCENARIOS
+):
     return plan_pair(evaluation_id, "demo:1.2.4", "demo:1.3.0", scenarios, "demo-co-support", TWIN, seed)
 
 
@@ -45,7 +47,9 @@ def test_evaluation_id_is_derived_from_the_request_and_ignores_selection_order()
     ev = derive_evaluation_id("demo:1.2.4", "demo:1.3.0", hashes, TWIN, 42)
     assert ev.startswith("ev-")
     assert len(ev) == 3 + 16
-    assert ev == derive_evaluation_id("demo:1.2.4", "demo:1.3.0", dict(reversed(list(hashes.items()))), TWIN, 42)
+    assert ev == derive_evaluation_id(
+        "demo:1.2.4", "demo:1.3.0", dict(reversed(list(hashes.items()))), TWIN, 42
+    )
     assert ev != derive_evaluation_id("demo:1.2.4", "demo:1.3.0", hashes, TWIN, 43)
     assert ev != derive_evaluation_id("demo:1.3.0", "demo:1.2.4", hashes, TWIN, 42)
     assert ev != derive_evaluation_id("demo:1.2.4", "demo:1.3.0", {**hashes, "x": "y"}, TWIN, 42)
@@ -66,12 +70,19 @@ def test_plan_resolves_once_and_both_sides_pin_the_same_cases() -> None:
     assert p.pair_id == pair_id_for("ev-1")
     assert [s.name for s in p.scenarios] == sorted(s.name for s in SCENARIOS)
     assert [c.case_id for c in p.baseline] == [
-        "ev-1:baseline:cross-tenant-order", "ev-1:baseline:refund-happy-path", "ev-1:baseline:refund-timeout-after-mutation"]
+        "ev-1:baseline:cross-tenant-order",
+        "ev-1:baseline:refund-happy-path",
+        "ev-1:baseline:refund-timeout-after-mutation",
+    ]
     assert [c.side for c in p.candidate] == [CANDIDATE] * 3
     assert [c.agent for c in p.baseline] == ["demo:1.2.4"] * 3
     for b, c in zip(p.baseline, p.candidate, strict=True):
         assert (b.scenario_name, b.scenario_hash, b.twin_hash, b.case_seed) == (
-            c.scenario_name, c.scenario_hash, c.twin_hash, c.case_seed)
+            c.scenario_name,
+            c.scenario_hash,
+            c.twin_hash,
+            c.case_seed,
+        )
         ref = next(s for s in SCENARIOS if s.name == b.scenario_name)
         assert b.case_seed == case_seed(42, ref.name, ref.seed)
     assert p.baseline[0].case_seed == 99  # the scenario's own seed wins
@@ -118,9 +129,14 @@ def test_check_pair_names_every_inconsistency() -> None:
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True), st.sampled_from(["h1", "h2", "h3"]),
-                  st.one_of(st.none(), st.integers(0, 2**32 - 1))),
-        min_size=1, max_size=8, unique_by=lambda t: t[0],
+        st.tuples(
+            st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),
+            st.sampled_from(["h1", "h2", "h3"]),
+            st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+        ),
+        min_size=1,
+        max_size=8,
+        unique_by=lambda t: t[0],
     ),
     st.one_of(st.none(), st.integers(0, 2**32 - 1)),
 )
@@ -169,8 +185,15 @@ def test_unmutated_plan_compares_cleanly() -> None:
 def test_a_candidate_with_its_own_seeds_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     original = pairing._plan_side
 
-    def mutant(evaluation_id: str, side: str, agent: str, selection: Sequence[ScenarioRef],
-               seeds: Mapping[str, int], twin_name: str, twin_hash: str) -> tuple[CasePlan, ...]:
+    def mutant(
+        evaluation_id: str,
+        side: str,
+        agent: str,
+        selection: Sequence[ScenarioRef],
+        seeds: Mapping[str, int],
+        twin_name: str,
+        twin_hash: str,
+    ) -> tuple[CasePlan, ...]:
         if side == CANDIDATE:
             seeds = {ref.name: case_seed(seeds[ref.name] + 1, ref.name, None) for ref in selection}
         return original(evaluation_id, side, agent, selection, seeds, twin_name, twin_hash)
@@ -182,8 +205,8 @@ def test_a_candidate_with_its_own_seeds_is_caught(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(PairingError):
         check_pair(mutated)
     comparisons = [
-        compare_case(_run_from_plan(b), _run_from_plan(c)) for b, c in zip(mutated.baseline, mutated.candidate,
-                                                                           strict=True)
+        compare_case(_run_from_plan(b), _run_from_plan(c))
+        for b, c in zip(mutated.baseline, mutated.candidate, strict=True)
     ]
     assert [c.classification for c in comparisons] == ["INCOMPLETE"] * 3
     assert all("case seed" in c.reason for c in comparisons)

@@ -13,7 +13,6 @@ from evaluation.trajectory import (
     POLICY,
     RETRIEVAL,
     TOOL,
-    UNREPORTED,
     build_trajectory,
     render_value,
     riskiest,
@@ -24,7 +23,10 @@ from evaluation.trajectory import (
 
 def test_steps_come_from_the_twin_records_in_seq_order_and_end_with_the_claim() -> None:
     case = case_run(
-        [call(3, "send_email", {"customer_id": "CUS-100"}), call(1, "lookup_order", {"order_id": "ORD-1001"})],
+        [
+            call(3, "send_email", {"customer_id": "CUS-100"}),
+            call(1, "lookup_order", {"order_id": "ORD-1001"}),
+        ],
         retrievals=[retrieval(2, "refund policy")],
     )
     steps = build_trajectory(case)
@@ -40,39 +42,73 @@ def test_steps_come_from_the_twin_records_in_seq_order_and_end_with_the_claim() 
 
 def test_the_agents_own_list_of_calls_is_never_read() -> None:
     case = case_run([call(1, "lookup_order", {"order_id": "ORD-1001"})])
-    claimed = case.__class__(**{**case.__dict__, "claimed_calls": ({"name": "refund_payment", "arguments": {}},)})
+    claimed = case.__class__(
+        **{**case.__dict__, "claimed_calls": ({"name": "refund_payment", "arguments": {}},)}
+    )
     assert [s.name for s in build_trajectory(claimed)] == ["lookup_order", "SUCCESS"]
 
 
 def test_redelivered_records_are_not_agent_steps() -> None:
-    case = case_run([
-        call(1, "refund_payment", {"order_id": "ORD-1001", "amount": 40}),
-        call(2, "refund_payment", {"order_id": "ORD-1001", "amount": 40}, redelivered=True),
-    ])
+    case = case_run(
+        [
+            call(1, "refund_payment", {"order_id": "ORD-1001", "amount": 40}),
+            call(2, "refund_payment", {"order_id": "ORD-1001", "amount": 40}, redelivered=True),
+        ]
+    )
     assert [s.kind for s in build_trajectory(case)] == [TOOL, OUTCOME]
 
 
 def test_effects_are_applied_replayed_or_none() -> None:
-    case = case_run([
-        call(1, "refund_payment", {"order_id": "O", "amount": 1, "idempotency_key": "k"}, status="timeout",
-             mutated=True),
-        call(2, "refund_payment", {"order_id": "O", "amount": 1, "idempotency_key": "k"}, replayed=True),
-        call(3, "lookup_order", {"order_id": "O"}),
-    ])
+    case = case_run(
+        [
+            call(
+                1,
+                "refund_payment",
+                {"order_id": "O", "amount": 1, "idempotency_key": "k"},
+                status="timeout",
+                mutated=True,
+            ),
+            call(2, "refund_payment", {"order_id": "O", "amount": 1, "idempotency_key": "k"}, replayed=True),
+            call(3, "lookup_order", {"order_id": "O"}),
+        ]
+    )
     steps = build_trajectory(case)
-    assert [(s.status, s.effect) for s in steps[:3]] == [("timeout", "applied"), ("ok", "replayed"), ("ok", None)]
-    assert steps[0].signature == (TOOL, "refund_payment", '{"amount":1,"idempotency_key":"k","order_id":"O"}',
-                                  "timeout", "applied")
+    assert [(s.status, s.effect) for s in steps[:3]] == [
+        ("timeout", "applied"),
+        ("ok", "replayed"),
+        ("ok", None),
+    ]
+    assert steps[0].signature == (
+        TOOL,
+        "refund_payment",
+        '{"amount":1,"idempotency_key":"k","order_id":"O"}',
+        "timeout",
+        "applied",
+    )
 
 
 def test_policy_steps_follow_denied_violated_and_leaking_calls() -> None:
-    case = case_run([
-        call(1, "lookup_order", {"order_id": "ORD-2001"}, status="denied", policy_violation="CROSS_TENANT",
-             cross_tenant="denied"),
-        call(2, "export_customer_data", {"customer_id": "CUS-100"}, status="denied", policy_violation="ADMIN_ONLY"),
-        call(3, "lookup_customer", {"customer_id": "CUS-100"}, cross_tenant="allowed"),
-        call(4, "send_email", {"customer_id": "CUS-100"}, policy_violation="TOOL_NOT_ALLOWED"),
-    ])
+    case = case_run(
+        [
+            call(
+                1,
+                "lookup_order",
+                {"order_id": "ORD-2001"},
+                status="denied",
+                policy_violation="CROSS_TENANT",
+                cross_tenant="denied",
+            ),
+            call(
+                2,
+                "export_customer_data",
+                {"customer_id": "CUS-100"},
+                status="denied",
+                policy_violation="ADMIN_ONLY",
+            ),
+            call(3, "lookup_customer", {"customer_id": "CUS-100"}, cross_tenant="allowed"),
+            call(4, "send_email", {"customer_id": "CUS-100"}, policy_violation="TOOL_NOT_ALLOWED"),
+        ]
+    )
     labels = [s.label for s in build_trajectory(case) if s.kind == POLICY]
     assert labels == [
         "policy CROSS_TENANT (denied)",
@@ -83,15 +119,29 @@ def test_policy_steps_follow_denied_violated_and_leaking_calls() -> None:
 
 
 def test_outcome_step_variants() -> None:
-    never = case_run([], agent_status=None, claimed=None, business=None,
-                     finding=AgentFinding("AGENT_UNREACHABLE", "no route"))
-    no_answer = case_run([call(1, "lookup_order", {"order_id": "O"})], agent_status=None, claimed=None,
-                         business=None, finding=AgentFinding("AGENT_TIMEOUT", "slow"))
+    never = case_run(
+        [],
+        agent_status=None,
+        claimed=None,
+        business=None,
+        finding=AgentFinding("AGENT_UNREACHABLE", "no route"),
+    )
+    no_answer = case_run(
+        [call(1, "lookup_order", {"order_id": "O"})],
+        agent_status=None,
+        claimed=None,
+        business=None,
+        finding=AgentFinding("AGENT_TIMEOUT", "slow"),
+    )
     unreported = case_run([], claimed=None, business=None)
     lower = case_run([], claimed="partial", business="REFUND_ESCALATED")
     assert build_trajectory(never)[-1].name == NOT_RUN
     last = build_trajectory(no_answer)[-1]
-    assert (last.name, last.status, last.label) == (NO_ANSWER, "AGENT_TIMEOUT", "outcome NO_ANSWER (AGENT_TIMEOUT)")
+    assert (last.name, last.status, last.label) == (
+        NO_ANSWER,
+        "AGENT_TIMEOUT",
+        "outcome NO_ANSWER (AGENT_TIMEOUT)",
+    )
     assert build_trajectory(unreported)[-1].label == "outcome UNREPORTED"
     assert build_trajectory(lower)[-1].label == "outcome PARTIAL (REFUND_ESCALATED)"
 

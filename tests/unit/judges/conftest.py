@@ -88,7 +88,9 @@ def baseline_records() -> tuple[CallRecord, ...]:
         expects_mutation=True,
         changes=(StateChange(op="added", path="escalations[0]", after={"ticket_id": "TCK-0001"}),),
     )
-    policy = record(2, "get_refund_policy", {"order_id": "ORD-1001"}, response={"result": {"max_auto_refund": 100}})
+    policy = record(
+        2, "get_refund_policy", {"order_id": "ORD-1001"}, response={"result": {"max_auto_refund": 100}}
+    )
     return (_lookup(1), policy, _lie(3), _lookup(4), escalate)
 
 
@@ -162,7 +164,11 @@ def graded_with() -> GradeFactory:
     """Grade a baseline-like case with other expectations / output / records."""
 
     def build(**overrides: Any) -> GradedCase:
-        fields: dict[str, Any] = {"output": BASELINE_ANSWER, "records": baseline_records(), "claimed": "PARTIAL"}
+        fields: dict[str, Any] = {
+            "output": BASELINE_ANSWER,
+            "records": baseline_records(),
+            "claimed": "PARTIAL",
+        }
         fields.update(overrides)
         return grade_case(make_case(**fields))
 

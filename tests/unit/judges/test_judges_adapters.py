@@ -29,9 +29,14 @@ VERDICT = {
     "label": "pass",
     "confidence": 0.8,
     "reason": "The reply admits the refund is not recorded.",
-    "evidence": [{"ref": "answer", "quote": "the refund is not recorded"}, {"ref": "answer", "quote": "made up"}],
+    "evidence": [
+        {"ref": "answer", "quote": "the refund is not recorded"},
+        {"ref": "answer", "quote": "made up"},
+    ],
 }
-REQUEST = build_request(category="correctness", rubric=LIE_RUBRIC, customer_message=MESSAGE, answer=BASELINE_ANSWER)
+REQUEST = build_request(
+    category="correctness", rubric=LIE_RUBRIC, customer_message=MESSAGE, answer=BASELINE_ANSWER
+)
 
 
 @dataclass
@@ -61,8 +66,12 @@ class Provider:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length", "0")))
-                provider.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)))
-                reply = provider.replies.popleft() if provider.replies else Reply({"error": "unscripted"}, 599)
+                provider.seen.append(
+                    Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
+                )
+                reply = (
+                    provider.replies.popleft() if provider.replies else Reply({"error": "unscripted"}, 599)
+                )
                 if reply.delay_s:
                     provider.release.wait(reply.delay_s)
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
@@ -133,7 +142,9 @@ def chat_completion(message: dict[str, Any], finish_reason: str = "stop") -> dic
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}
+        ],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
 
@@ -149,7 +160,9 @@ class Flavor:
 
 
 def _tool_use(payload: Any) -> dict[str, Any]:
-    return anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "record_verdict", "input": payload}])
+    return anthropic_message(
+        [{"type": "tool_use", "id": "toolu_1", "name": "record_verdict", "input": payload}]
+    )
 
 
 ANTHROPIC = Flavor(
@@ -160,12 +173,16 @@ ANTHROPIC = Flavor(
         anthropic_message([{"type": "text", "text": "I'd rather not grade this."}], stop_reason="end_turn"),
         anthropic_message([], stop_reason="refusal"),
     ],
-    truncated=anthropic_message([{"type": "tool_use", "id": "t", "name": "record_verdict", "input": {}}], "max_tokens"),
+    truncated=anthropic_message(
+        [{"type": "tool_use", "id": "t", "name": "record_verdict", "input": {}}], "max_tokens"
+    ),
     path="/v1/messages",
 )
 OPENAI = Flavor(
     name="openai",
-    make=lambda url, **kw: OpenAICompatibleJudge(model="judge-model", api_key="test-key", base_url=url + "/v1", **kw),
+    make=lambda url, **kw: OpenAICompatibleJudge(
+        model="judge-model", api_key="test-key", base_url=url + "/v1", **kw
+    ),
     verdict=lambda payload: chat_completion({"content": json.dumps(payload), "refusal": None}),
     refusals=[
         chat_completion({"content": None, "refusal": "I can't help with that."}),
@@ -217,7 +234,11 @@ def test_anthropic_request_forces_the_verdict_tool(provider: Provider) -> None:
     assert seen.headers["x-api-key"] == "test-key"
     assert seen.body["tool_choice"] == {"type": "tool", "name": "record_verdict"}
     assert [t["name"] for t in seen.body["tools"]] == ["record_verdict"]
-    assert (seen.body["temperature"], seen.body["max_tokens"], seen.body["model"]) == (0.0, 1024, "judge-model")
+    assert (seen.body["temperature"], seen.body["max_tokens"], seen.body["model"]) == (
+        0.0,
+        1024,
+        "judge-model",
+    )
     assert "<answer>" in seen.body["messages"][0]["content"]
 
 
@@ -243,7 +264,9 @@ def test_server_error_then_success_is_retried(flavor: Flavor, provider: Provider
 def test_rate_limit_waits_retry_after_capped(
     flavor: Flavor, provider: Provider, retry_after: str, waited: float
 ) -> None:
-    provider.script(Reply({"error": "slow down"}, 429, {"retry-after": retry_after}), Reply(flavor.verdict(VERDICT)))
+    provider.script(
+        Reply({"error": "slow down"}, 429, {"retry-after": retry_after}), Reply(flavor.verdict(VERDICT))
+    )
     sleeps: list[float] = []
     assert make(flavor, provider, sleeps).judge(REQUEST).score == 0.92
     assert sleeps == [waited]

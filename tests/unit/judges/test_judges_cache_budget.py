@@ -13,8 +13,10 @@ from .conftest import BASELINE_ANSWER, LIE_RUBRIC, MESSAGE, record
 
 
 def request(**overrides: object) -> JudgeRequest:
-    base = build_request(category="correctness", rubric=LIE_RUBRIC, customer_message=MESSAGE, answer=BASELINE_ANSWER)
-    return replace(base, **overrides)  # type: ignore[arg-type]
+    base = build_request(
+        category="correctness", rubric=LIE_RUBRIC, customer_message=MESSAGE, answer=BASELINE_ANSWER
+    )
+    return replace(base, **overrides)
 
 
 def test_key_covers_every_input() -> None:

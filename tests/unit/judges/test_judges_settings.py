@@ -47,8 +47,13 @@ def test_anthropic_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = JudgeSettings()
     judge = judge_from_settings(settings)
     assert isinstance(judge, AnthropicJudge)
-    assert (judge.identity.provider, judge.identity.model, judge.identity.kind) == ("anthropic", "claude-test", "llm")
-    assert "sk-ant-secret" not in repr(settings) and "sk-ant-secret" not in str(settings)
+    assert (judge.identity.provider, judge.identity.model, judge.identity.kind) == (
+        "anthropic",
+        "claude-test",
+        "llm",
+    )
+    assert "sk-ant-secret" not in repr(settings)
+    assert "sk-ant-secret" not in str(settings)
 
 
 def test_openai_needs_key_url_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,7 +81,8 @@ def test_openai_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_prices_need_both_halves() -> None:
     assert JudgeSettings(price_input_per_mtok=3.0).prices() is None
     prices = JudgeSettings(price_input_per_mtok=3.0, price_output_per_mtok=15.0).prices()
-    assert prices is not None and prices.cost(1_000_000, 0) == 3.0
+    assert prices is not None
+    assert prices.cost(1_000_000, 0) == 3.0
 
 
 def test_unknown_provider_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,287 @@
+"""The Demo Co agent behind the reference HTTP interface (spec §5.3): POST /run, GET /versions, GET /healthz.
+
+Each run acts out the chosen manifest with the scripted planner, reaching its tools over HTTP at the
+`tools_base_url` it is given (in simulations: the twin endpoint, with the case token in `tool_headers`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from http.server import ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from producers.agents.contract import TRANSPORT_UNREACHABLE, AgentRequest, AgentResult, ToolReply, ToolSpec
+from producers.agents.demo_agent import DemoAgent
+from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
+from producers.http_wire import BodyError, JsonHandler, read_json_object
+from twin_engine.documents import AgentManifest, demo_manifest, demo_manifest_versions
+
+JSON = Any
+AGENT_NAME = "support-refund-agent"
+DEFAULT_PORT = 8090
+DEFAULT_TENANT = "demo-co"
+MAX_INPUT_CHARS = 8000
+MAX_BODY_BYTES = 64 * 1024
+
+
+class _InvalidRequest(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    input: str
+    customer_id: str | None
+    tenant: str
+    agent_version: str | None
+    session_id: str
+    tools_base_url: str | None
+    tool_headers: dict[str, str]
+    contained: bool
+    context: dict[str, JSON]
+    run_context: dict[str, JSON]
+
+
+def parse_run_request(body: dict[str, JSON]) -> RunRequest:
+    """Validate a `POST /run` body; problems raise _InvalidRequest with a one-line reason."""
+    text = body.get("input")
+    if not isinstance(text, str) or not text.strip():
+        raise _InvalidRequest("input is required and must be a non-empty string.")
+    if len(text) > MAX_INPUT_CHARS:
+        raise _InvalidRequest(f"input is longer than {MAX_INPUT_CHARS} characters.")
+    version = body.get("agent_version", body.get("version"))
+    headers = _field(body, "tool_headers", dict) or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise _InvalidRequest("tool_headers must map strings to strings.")
+    return RunRequest(
+        input=text,
+        customer_id=_field(body, "customer_id", str),
+        tenant=_field(body, "tenant", str) or DEFAULT_TENANT,
+        agent_version=_checked("agent_version", version, str),
+        session_id=_field(body, "session_id", str) or f"session-{secrets.token_hex(8)}",
+        tools_base_url=_field(body, "tools_base_url", str),
+        tool_headers=dict(headers),
+        contained=bool(_field(body, "contained", bool)),
+        context=dict(_field(body, "context", dict) or {}),
+        run_context=dict(_field(body, "run_context", dict) or {}),
+    )
+
+
+def _field(body: dict[str, JSON], name: str, kind: type) -> Any:
+    return _checked(name, body.get(name), kind)
+
+
+def _checked(name: str, value: JSON, kind: type) -> Any:
+    if value is not None and not isinstance(value, kind):
+        raise _InvalidRequest(f"{name} must be a{'n' if kind is dict else ''} {_KIND_NAMES[kind]}.")
+    return value
+
+
+_KIND_NAMES: dict[type, str] = {str: "string", dict: "object", bool: "boolean"}
+
+
+@functools.cache
+def _manifest(version: str) -> AgentManifest:
+    return demo_manifest(version)
+
+
+class _NoTools:
+    """The client of a run given no `tools_base_url`: every tool is out of reach."""
+
+    def call(self, tool: str, arguments: dict[str, JSON], headers: dict[str, str] | None = None) -> ToolReply:
+        return ToolReply(http_status=0, transport_error=TRANSPORT_UNREACHABLE)
+
+    def search_kb(self, query: str, limit: int = 3) -> list[dict[str, JSON]]:
+        return []
+
+
+def run_demo_agent(run: RunRequest, version: str, *, tool_timeout_s: float) -> AgentResult:
+    manifest = _manifest(version)
+    agent = DemoAgent(manifest, contained=run.contained)
+    tools = tuple(
+        ToolSpec(t.name, t.description or "", t.risk or "", dict(t.input_schema) if t.input_schema else None)
+        for t in manifest.tools
+    )
+    client: HttpToolClient | _NoTools = _NoTools()
+    if run.tools_base_url:
+        client = HttpToolClient(
+            run.tools_base_url, tenant=run.tenant, headers=run.tool_headers, timeout_s=tool_timeout_s
+        )
+    request = AgentRequest(
+        message=run.input,
+        context=dict(run.context),
+        tenant=run.tenant,
+        customer_id=run.customer_id,
+        tools=tools,
+        client=client,
+        session_id=run.session_id,
+        scenario_name=str(run.run_context.get("scenario_name") or ""),
+    )
+    try:
+        return agent.run(request)
+    finally:
+        if isinstance(client, HttpToolClient):
+            client.close()
+
+
+def run_reply(result: AgentResult, version: str) -> dict[str, JSON]:
+    """The 200 body of `POST /run` (spec §5.3), plus the token estimate and accounted backoff."""
+    return {
+        "output": result.output,
+        "trace_id": secrets.token_hex(16),
+        "status": result.status,
+        "agent_version": version,
+        "model": result.model,
+        "model_kind": result.model_kind,
+        "steps": result.steps,
+        "claimed_outcome": result.claimed_outcome,
+        "business_outcome": result.business_outcome,
+        "tool_calls": [asdict(call) for call in result.tool_calls],
+        "token_estimate": result.token_estimate,
+        "backoff_ms": result.backoff_ms,
+    }
+
+
+class DemoAgentServer:
+    """The demo agent on 127.0.0.1 (port 0 = any free port); `start()` serves in a background thread."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        token: str | None = None,
+        tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+    ) -> None:
+        self.token = token
+        self.tool_timeout_s = tool_timeout_s
+        self._server = _DemoHttpServer((host, port), self)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> DemoAgentServer:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._server.serve_forever, name="demo-agent", daemon=True)
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> DemoAgentServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def authorised(self, authorization: str | None) -> bool:
+        if self.token is None:
+            return True
+        expected = f"Bearer {self.token}".encode()
+        return hmac.compare_digest((authorization or "").strip().encode(), expected)
+
+
+class _DemoHttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], app: DemoAgentServer) -> None:
+        self.app = app
+        super().__init__(address, _DemoHandler)
+
+
+class _DemoHandler(JsonHandler):
+    server: _DemoHttpServer
+    max_body_bytes = MAX_BODY_BYTES
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/healthz":
+            self.send_json(200, {"status": "ok"})
+        elif path == "/versions":
+            versions = demo_manifest_versions()
+            self.send_json(200, {"agent": AGENT_NAME, "versions": versions, "latest": versions[-1]})
+        else:
+            self.send_error_json(404, "NOT_FOUND", "No such route.")
+
+    def do_POST(self) -> None:
+        if urlsplit(self.path).path != "/run":
+            self.send_error_json(404, "NOT_FOUND", "No such route.")
+            return
+        app = self.server.app
+        try:
+            raw = self.read_body()
+        except BodyError as exc:
+            code = "REQUEST_TOO_LARGE" if exc.status == 413 else exc.code
+            self.send_error_json(exc.status, code, exc.message)
+            return
+        if not app.authorised(self.headers.get("Authorization")):
+            self.send_error_json(401, "UNAUTHORIZED", "A valid bearer token is required.")
+            return
+        try:
+            run = parse_run_request(read_json_object(raw) if raw.strip() else _missing_body())
+        except BodyError as exc:
+            self.send_error_json(400, "INVALID_BODY", exc.message)
+            return
+        except _InvalidRequest as exc:
+            self.send_error_json(400, "INVALID_REQUEST", str(exc))
+            return
+        versions = demo_manifest_versions()
+        version = run.agent_version or versions[-1]
+        if version not in versions:
+            self.send_error_json(404, "UNKNOWN_VERSION", f"Unknown agent version '{version}'.")
+            return
+        try:
+            result = run_demo_agent(run, version, tool_timeout_s=app.tool_timeout_s)
+        except Exception as exc:  # boundary: a failed run is answered as AGENT_ERROR, with its reason
+            self.send_error_json(500, "AGENT_ERROR", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            return
+        self.send_json(200, run_reply(result, version))
+
+
+def _missing_body() -> dict[str, JSON]:
+    raise BodyError("A JSON object body is required.")
+
+
+def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, token: str | None = None) -> None:
+    """Serve the demo agent in the foreground until interrupted."""
+    server = DemoAgentServer(host, port, token=token)
+    try:
+        server.serve_forever()
+    finally:
+        server.stop()
+
+
+def serve_cli(
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    token: str | None = None,
+    announce: Callable[[str], None] = print,
+) -> int:
+    """`agenttwin demo-agent serve [--host] [--port]`: serves until Ctrl-C; returns the exit code."""
+    server = DemoAgentServer(host, port, token=token)
+    announce(f"Demo agent ({AGENT_NAME}) listening on {server.url} (POST /run, GET /versions, GET /healthz)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        announce("Demo agent stopped.")
+    finally:
+        server.stop()
+    return 0

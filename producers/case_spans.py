@@ -1,0 +1,109 @@
+"""The agent's own trace of a simulated case, as OpenTelemetry-shaped span events.
+
+A simulated agent's spans travel the same `spans` topic as production traces, so a simulated
+contradiction and a production one look the same downstream. Everything on these spans is what the
+agent *says* (its claimed outcome, its own calls); the evidence stays in the twin's records.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from evaluation.case import CaseRun
+from streams import ids
+from streams.convert import case_time
+from streams.events import SpanRecorded
+from twin_engine.canonical import sha256_hex
+
+SERVICE = "agenttwin-simulator"
+
+
+def _nanos(at_ms: float) -> int:
+    return int(at_ms * 1_000_000)
+
+
+def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded]:
+    trace_id = ids.trace_id_for_case(case.case_id)
+    start = case_time(case)
+    start_ns = int(start.timestamp() * 1_000_000_000)
+    duration_ns = _nanos(case.latency_ms or 0.0)
+    risk_by_tool = {r.tool: r.risk for r in case.records if r.risk}
+    common: dict[str, Any] = {"occurred_at": start, "correlation_id": trace_id, "tenant": case.tenant}
+    run_context = {
+        "agenttwin.source": "simulation",
+        "agenttwin.agent.name": case.agent,
+        "agenttwin.agent.version": case.agent_version,
+        "agenttwin.scenario.id": case.scenario_name,
+        "agenttwin.case.id": case.case_id,
+        "agenttwin.simulation.run_id": evaluation_id or "",
+        "agenttwin.model.kind": case.model_kind,
+    }
+    root_attrs = {
+        **run_context,
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": case.agent,
+        "agenttwin.span.kind": "agent",
+    }
+    if case.claimed_outcome:
+        root_attrs["agenttwin.outcome.claimed"] = case.claimed_outcome
+    if case.business_outcome:
+        root_attrs["agenttwin.outcome.business"] = case.business_outcome
+    if case.agent_finding:
+        root_attrs["error.type"] = case.agent_finding.label
+    resource = {"service.name": SERVICE, "agenttwin.sdk.name": "agenttwin-simulator"}
+    root_id = ids.span_id(trace_id, 0)
+    spans = [
+        SpanRecorded(
+            event_id=ids.event_id("SpanRecorded", trace_id, root_id),
+            trace_id=trace_id,
+            span_id=root_id,
+            parent_span_id=None,
+            name=f"invoke_agent {case.agent}",
+            kind="INTERNAL",
+            start_unix_nano=start_ns,
+            end_unix_nano=start_ns + duration_ns,
+            status_code="ERROR" if case.agent_finding else "OK",
+            status_message=case.agent_finding.message if case.agent_finding else None,
+            service_name=SERVICE,
+            source="simulation",
+            attributes=root_attrs,
+            resource_attributes=resource,
+            **common,
+        )
+    ]
+    for n, call in enumerate(case.claimed_calls, start=1):
+        name = str(call.get("name", ""))
+        attrs = {
+            **run_context,
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "agenttwin.span.kind": "tool",
+            "agenttwin.tool.args_hash": sha256_hex(call.get("arguments") or {}),
+            "agenttwin.tool.result_status": str(call.get("status", "")),
+            "agenttwin.tool.attempt": str(call.get("attempt", 1)),
+        }
+        if risk_by_tool.get(name):
+            attrs["agenttwin.tool.risk"] = str(risk_by_tool[name])
+        span = ids.span_id(trace_id, n)
+        at = start + timedelta(microseconds=n)
+        spans.append(
+            SpanRecorded(
+                event_id=ids.event_id("SpanRecorded", trace_id, span),
+                trace_id=trace_id,
+                span_id=span,
+                parent_span_id=root_id,
+                name=f"execute_tool {name}",
+                kind="CLIENT",
+                start_unix_nano=int(at.timestamp() * 1_000_000_000),
+                end_unix_nano=int(at.timestamp() * 1_000_000_000),
+                status_code="OK" if call.get("status") == "ok" else "ERROR",
+                status_message=call.get("error_code"),
+                service_name=SERVICE,
+                source="simulation",
+                attributes=attrs,
+                resource_attributes=resource,
+                **common,
+            )
+        )
+    return spans

@@ -1,0 +1,261 @@
+"""The twin HTTP endpoint (spec §2.11): what an agent behind HTTP calls during a simulation.
+
+`POST /twin/v1/tools/{tool}` and `GET /twin/v1/kb/search?q=&limit=`, each authorised by a per-case
+capability token (`Authorization: Bearer <token>`). Only the token's SHA-256 is kept; closing the case
+revokes it. The engine answers exactly as it does in process, so records are the same either way; this
+module only puts the reply on the wire, including the transport faults (§3.2) and their delays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from producers.http_wire import BodyError, JsonHandler, read_json_object
+from twin_engine.canonical import canonical_bytes
+
+if TYPE_CHECKING:
+    from twin_engine.case import TwinCase
+    from twin_engine.replies import TwinReply
+
+JSON = Any
+PREFIX = "/twin/v1"
+DEFAULT_MAX_CALLS_PER_CASE = 200
+DEFAULT_MAX_FAULT_DELAY_MS = 30_000
+MAX_BODY_BYTES = 1 << 20  # the engine itself refuses arguments over 256 KiB, with a record
+# Never handed to the engine: credentials and hop-by-hop headers (spec §2.11).
+DROPPED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "connection", "host"})
+
+
+@dataclass(frozen=True)
+class CaseHandle:
+    token: str  # the bearer credential handed to the agent; the endpoint keeps only its hash
+    base_url: str  # e.g. http://127.0.0.1:PORT/twin/v1 (the agent's `tools_base_url`)
+
+
+@dataclass(frozen=True)
+class CaseUsage:
+    """What the endpoint saw of one case, returned when it closes."""
+
+    calls: int  # requests that reached the engine (tool calls and KB searches)
+    refused_over_limit: int  # requests refused with CALL_LIMIT_EXCEEDED
+    twin_errors: tuple[str, ...]  # engine failures (bugs): the case must be ERRORED, never judged
+
+
+@dataclass
+class _OpenCase:
+    twin_case: TwinCase | None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    calls: int = 0
+    refused: int = 0
+    twin_errors: list[str] = field(default_factory=list)
+
+    @property
+    def closed(self) -> bool:
+        return self.twin_case is None
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class TwinEndpoint:
+    """Serves twin cases over HTTP on 127.0.0.1 (port 0 = any free port). Use as a context manager."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_calls_per_case: int = DEFAULT_MAX_CALLS_PER_CASE,
+        max_fault_delay_ms: int = DEFAULT_MAX_FAULT_DELAY_MS,
+    ) -> None:
+        self.max_calls_per_case = max_calls_per_case
+        self.max_fault_delay_ms = max_fault_delay_ms
+        self._cases: dict[str, _OpenCase] = {}  # token SHA-256 -> case
+        self._cases_lock = threading.Lock()
+        self._server = _EndpointServer((host, port), self)
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{PREFIX}"
+
+    def start(self) -> TwinEndpoint:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, name="twin-endpoint", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._cases_lock:
+            for case in self._cases.values():
+                case.twin_case = None
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> TwinEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ cases
+
+    def open_case(self, twin_case: TwinCase) -> CaseHandle:
+        token = secrets.token_urlsafe(32)
+        with self._cases_lock:
+            self._cases[_token_hash(token)] = _OpenCase(twin_case)
+        return CaseHandle(token=token, base_url=self.base_url)
+
+    def close_case(self, token: str) -> CaseUsage:
+        """Revoke the token; waits for a call in progress, so nothing changes the case afterwards."""
+        with self._cases_lock:
+            case = self._cases.get(_token_hash(token))
+        if case is None:
+            raise KeyError("unknown case token")
+        with case.lock:
+            case.twin_case = None
+            return CaseUsage(case.calls, case.refused, tuple(case.twin_errors))
+
+    # ------------------------------------------------------------ requests (called by the handler)
+
+    def _case_for(self, authorization: str | None) -> _OpenCase:
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if not authorization or scheme.lower() != "bearer" or not token.strip():
+            raise _Refused(401, "TWIN_CREDENTIAL_REQUIRED", "A bearer case credential is required.")
+        with self._cases_lock:
+            case = self._cases.get(_token_hash(token.strip()))
+        if case is None:
+            raise _Refused(401, "TWIN_CREDENTIAL_INVALID", "The case credential is not valid.")
+        return case
+
+    def _admit(self, case: _OpenCase) -> TwinCase:
+        """Called under the case lock: the case must be open and under its call cap."""
+        if case.twin_case is None:
+            raise _Refused(409, "CASE_CLOSED", "This case is closed.")
+        if case.calls >= self.max_calls_per_case:
+            case.refused += 1
+            raise _Refused(
+                409, "CALL_LIMIT_EXCEEDED", f"This case allows at most {self.max_calls_per_case} calls."
+            )
+        case.calls += 1
+        return case.twin_case
+
+    def _twin_failure(self, case: _OpenCase, exc: Exception) -> _Refused:
+        case.twin_errors.append(f"{type(exc).__name__}: {exc}")
+        return _Refused(500, "TWIN_ERROR", "The twin failed while handling this call.")
+
+    def call_tool(
+        self, authorization: str | None, tool: str, body: bytes, headers: dict[str, str]
+    ) -> TwinReply:
+        case = self._case_for(authorization)
+        try:
+            arguments = read_json_object(body)
+        except BodyError as exc:
+            raise _Refused(400, "INVALID_BODY", exc.message) from None
+        with case.lock:  # calls of one case are applied one at a time, in arrival order
+            twin_case = self._admit(case)
+            try:
+                return twin_case.call(tool, arguments, headers=headers, role="agent")
+            except Exception as exc:  # boundary: a twin bug is recorded on the case, never hidden
+                raise self._twin_failure(case, exc) from exc
+
+    def search_kb(self, authorization: str | None, query: str, limit: int) -> list[dict[str, JSON]]:
+        case = self._case_for(authorization)
+        with case.lock:
+            twin_case = self._admit(case)
+            try:
+                return twin_case.search_kb(query, limit=limit)
+            except Exception as exc:  # boundary, as in call_tool
+                raise self._twin_failure(case, exc) from exc
+
+    def fault_sleep_s(self, delay_ms: int) -> float:
+        return max(0, min(delay_ms, self.max_fault_delay_ms)) / 1000.0
+
+
+class _EndpointServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], endpoint: TwinEndpoint) -> None:
+        self.endpoint = endpoint
+        super().__init__(address, _EndpointHandler)
+
+
+class _EndpointHandler(JsonHandler):
+    server: _EndpointServer
+    max_body_bytes = MAX_BODY_BYTES
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if not path.startswith(f"{PREFIX}/tools/") or len(path) == len(f"{PREFIX}/tools/"):
+            self.send_error_json(404, "NOT_FOUND", "No such route.")
+            return
+        tool = unquote(path[len(f"{PREFIX}/tools/") :])
+        try:
+            body = self.read_body()
+            forwarded = {k.lower(): v for k, v in self.headers.items() if k.lower() not in DROPPED_HEADERS}
+            reply = self.server.endpoint.call_tool(self.headers.get("Authorization"), tool, body, forwarded)
+        except BodyError as exc:
+            self.send_error_json(exc.status, exc.code, exc.message)
+            return
+        except _Refused as exc:
+            self.send_error_json(exc.status, exc.code, exc.message)
+            return
+        # the delay is slept outside the case lock, so other work on the case is not held up
+        time.sleep(self.server.endpoint.fault_sleep_s(reply.delay_ms))
+        self._send_reply(reply)
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        if parts.path != f"{PREFIX}/kb/search":
+            self.send_error_json(404, "NOT_FOUND", "No such route.")
+            return
+        query = parse_qs(parts.query)
+        text = (query.get("q") or [""])[0]
+        raw_limit = (query.get("limit") or ["3"])[0]
+        try:
+            if not raw_limit.strip().lstrip("-").isdigit():
+                raise _Refused(400, "INVALID_QUERY", "limit must be an integer.")
+            authorization = self.headers.get("Authorization")
+            documents = self.server.endpoint.search_kb(authorization, text, int(raw_limit))
+        except _Refused as exc:
+            self.send_error_json(exc.status, exc.code, exc.message)
+            return
+        self.send_json(200, {"result": {"documents": documents}})
+
+    def _send_reply(self, reply: TwinReply) -> None:
+        """Put an engine reply on the wire, transport faults included (spec §3.2)."""
+        if reply.transport == "dropped":
+            self.close_connection = True  # close without a byte of response
+            return
+        raw = reply.raw_body if reply.raw_body is not None else canonical_bytes(reply.body)
+        if reply.transport == "partial":
+            # the full length is announced, half the bytes are sent, then the connection closes
+            announced = max(2 * len(raw), len(raw) + 1)
+            self.send_raw(reply.http_status, raw, dict(reply.headers), content_length=announced)
+            self.close_connection = True
+            return
+        # normal and malformed replies alike: the status and whatever bytes the engine produced
+        self.send_raw(reply.http_status, raw, dict(reply.headers))
+

@@ -1,0 +1,10 @@
+"""The stream processors: pure steps over events, run by the embedded runtime or by faust on Kafka."""
+
+from streams.processors.base import Processor, Store
+from streams.processors.comparator import Comparator
+from streams.processors.grader import Grader
+from streams.processors.outcome_join import OutcomeJoin
+from streams.processors.planner import Planner
+from streams.processors.simulator import Simulator
+
+__all__ = ["Comparator", "Grader", "OutcomeJoin", "Planner", "Processor", "Simulator", "Store"]

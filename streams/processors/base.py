@@ -1,0 +1,38 @@
+"""The processor contract: a pure step over one event, with its state in a mapping.
+
+`handle(store, event) -> events`. The store is a plain dict in the embedded runtime and a faust
+Table on Kafka, so values are reassigned (never mutated in place) and kept to plain data. Handling
+the same event twice must change nothing: outputs carry deterministic event ids and processors keep
+"done" markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+from streams.events import Event
+
+Store = MutableMapping[str, Any]
+
+
+class Processor:
+    """Subclasses set `inputs` (topic names) and implement `handle`."""
+
+    inputs: ClassVar[tuple[str, ...]] = ()
+    # Stateless processors resume from their committed offsets; stateful ones rebuild their store by
+    # re-reading their inputs from offset 0 in the embedded runtime (outputs dedupe by event id).
+    stateful: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        """The consumer group (and, on Kafka, the prefix of its changelog topics)."""
+        raise NotImplementedError
+
+    def handle(self, store: Store, event: Event) -> list[Event]:
+        raise NotImplementedError
+
+    def tick(self, store: Store, now: datetime) -> list[Event]:
+        """Time-driven work (e.g. reporting one-sided joins past their horizon); none by default."""
+        return []
