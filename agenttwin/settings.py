@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from evaluation.judges.settings import JudgeSettings
 
 
 class Settings(BaseSettings):
@@ -14,8 +16,11 @@ class Settings(BaseSettings):
     AGENTTWIN_DATA_DIR         where the embedded runtime keeps topics, offsets and chDB (default ~/.agenttwin)
     KAFKA_BOOTSTRAP_SERVERS    run through a Kafka cluster instead of the embedded log (also --kafka)
     AGENTTWIN_CLICKHOUSE_URL   a ClickHouse server (http://user:pass@host:8123/db) instead of embedded chDB
-    AGENTTWIN_JUDGE_PROVIDER   fake | anthropic | openai (default fake: deterministic, not a language model)
-    AGENTTWIN_JUDGE_MODEL, AGENTTWIN_JUDGE_BASE_URL, AGENTTWIN_JUDGE_API_KEY / ANTHROPIC_API_KEY
+
+    The judge has its own block of settings (evaluation.judges.settings.JudgeSettings, reached through
+    `judge_settings()`): AGENTTWIN_JUDGE_PROVIDER = fake | anthropic | openai (default fake: deterministic,
+    not a language model), AGENTTWIN_JUDGE_MODEL, AGENTTWIN_JUDGE_BASE_URL, AGENTTWIN_JUDGE_API_KEY /
+    ANTHROPIC_API_KEY.
     """
 
     model_config = SettingsConfigDict(extra="ignore")
@@ -23,15 +28,13 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default=Path("~/.agenttwin"), alias="AGENTTWIN_DATA_DIR")
     kafka_bootstrap_servers: str | None = Field(default=None, alias="KAFKA_BOOTSTRAP_SERVERS")
     clickhouse_url: str | None = Field(default=None, alias="AGENTTWIN_CLICKHOUSE_URL")
-    judge_provider: str = Field(default="fake", alias="AGENTTWIN_JUDGE_PROVIDER")
-    judge_model: str | None = Field(default=None, alias="AGENTTWIN_JUDGE_MODEL")
-    judge_base_url: str | None = Field(default=None, alias="AGENTTWIN_JUDGE_BASE_URL")
-    judge_api_key: SecretStr | None = Field(default=None, alias="AGENTTWIN_JUDGE_API_KEY")
-    anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
 
     @property
     def resolved_data_dir(self) -> Path:
         return self.data_dir.expanduser()
+
+    def judge_settings(self) -> JudgeSettings:
+        return JudgeSettings()
 
 
 def load_settings() -> Settings:

@@ -44,6 +44,7 @@ def read_json_object(body: bytes) -> dict[str, JSON]:
 
 class JsonHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes; do not hold the second
     max_body_bytes = 64 * 1024
     server_version = "AgentTwin"
     sys_version = ""

@@ -99,7 +99,7 @@ class TwinEndpoint:
     def start(self) -> TwinEndpoint:
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._server.serve_forever, name="twin-endpoint", daemon=True
+                target=self._server.serve_forever, args=(0.05,), name="twin-endpoint", daemon=True
             )
             self._thread.start()
         return self

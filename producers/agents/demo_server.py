@@ -171,7 +171,9 @@ class DemoAgentServer:
 
     def start(self) -> DemoAgentServer:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="demo-agent", daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, args=(0.05,), name="demo-agent", daemon=True
+            )
             self._thread.start()
         return self
 

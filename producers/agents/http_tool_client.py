@@ -9,7 +9,9 @@ MALFORMED_RESPONSE (the HTTP status is kept).
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 from typing import Any
 from urllib.parse import quote
@@ -34,6 +36,12 @@ _TRANSPORT_HEADERS = frozenset(
 )
 
 
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client: building one costs tens of milliseconds."""
+    return httpx.create_ssl_context()
+
+
 class HttpToolClient:
     """Implements `ToolClient`. One instance serves one agent run; close it (or use `with`) afterwards."""
 
@@ -51,8 +59,12 @@ class HttpToolClient:
         if tenant:
             self._headers[TENANT_HEADER] = tenant
         self._headers.update(headers or {})
-        self._timeout_ms = round(timeout_s * 1000)
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout_s), transport=transport, trust_env=False)
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout_s),
+            transport=transport,
+            trust_env=False,
+            verify=shared_ssl_context(),
+        )
 
     def close(self) -> None:
         self._http.close()

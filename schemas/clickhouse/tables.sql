@@ -151,6 +151,7 @@ CREATE TABLE IF NOT EXISTS contradictions
     `trace_id` String,
     `case_id` Nullable(String),
     `evaluation_id` Nullable(String),
+    `scenario_name` Nullable(String),
     `agent` Nullable(String),
     `agent_version` Nullable(String),
     `tool` Nullable(String),

@@ -41,6 +41,7 @@ SELECT
     trace_id,
     case_id,
     evaluation_id,
+    scenario_name,
     claimed_status,
     verified_status,
     source,

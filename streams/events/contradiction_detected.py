@@ -26,6 +26,7 @@ class ContradictionDetected(Event):
     detail: str
     case_id: str | None = None
     evaluation_id: str | None = None
+    scenario_name: str | None = None
     agent: str | None = None
     agent_version: str | None = None
     tool: str | None = None

@@ -60,6 +60,7 @@ class OutcomeJoin(Processor):
                     "agent": attrs.get("agenttwin.agent.name") or attrs.get("gen_ai.agent.name"),
                     "agent_version": attrs.get("agenttwin.agent.version"),
                     "case_id": attrs.get("agenttwin.case.id"),
+                    "scenario": attrs.get("agenttwin.scenario.id"),
                     "at": event.occurred_at,
                     "tenant": event.tenant,
                 }
@@ -117,6 +118,7 @@ class OutcomeJoin(Processor):
             trace_id=trace_id,
             case_id=claim.get("case_id") or (verified.case_id if verified else None),
             evaluation_id=verified.evaluation_id if verified else None,
+            scenario_name=claim.get("scenario"),
             agent=claim.get("agent") or (verified.agent if verified else None),
             agent_version=claim.get("agent_version") or (verified.agent_version if verified else None),
             tool=_riskiest(entry["tools"]),

@@ -1,0 +1,154 @@
+"""Wiring of the embedded pipeline for the CLI: requests in, processors, the ClickHouse sink, reports out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agenttwin.runs import load_world, plan_evaluation
+from agenttwin.settings import Settings
+from consumers.clickhouse import Warehouse, open_warehouse
+from consumers.embedded_sink import SinkStats, sync
+from evaluation.judges.cache import VerdictCache
+from evaluation.judges.settings import judge_from_settings
+from evaluation.pairing import BASELINE, CANDIDATE
+from evaluation.results import GradedCase
+from evaluation.semantic import judge_case
+from evaluation.summary import EvaluationReport, build_report
+from evaluation.versions import evaluator_set
+from streams import ids
+from streams.convert import graded_from_verdict
+from streams.embedded import EmbeddedRuntime, Progress, RunStats
+from streams.events import CaseVerdicted, EvaluationRequested, PairPlanned
+from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator
+from twin_engine.canonical import canonical_json
+
+Refine = Callable[[GradedCase], GradedCase]
+
+
+@dataclass
+class Embedded:
+    runtime: EmbeddedRuntime
+    warehouse: Warehouse
+
+    def close(self) -> None:
+        self.warehouse.close()
+        self.runtime.close()
+
+    def __enter__(self) -> Embedded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_embedded(settings: Settings, data_dir: Path | None = None) -> Embedded:
+    root = (data_dir or settings.resolved_data_dir).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    runtime = EmbeddedRuntime(root)
+    try:
+        warehouse = open_warehouse(settings.clickhouse_url, root)
+    except BaseException:
+        runtime.close()
+        raise
+    return Embedded(runtime, warehouse)
+
+
+def evaluation_request(
+    baseline: str,
+    candidate: str,
+    *,
+    suite: Sequence[str],
+    twin: str | None,
+    seed: int | None,
+    evaluation_id: str | None,
+    evaluator_version: str,
+) -> EvaluationRequested:
+    """The request event: it carries the twin and scenario documents, so a replay never rereads files."""
+    evaluator_set(evaluator_version)
+    world_twin, scenarios = load_world(suite, twin)
+    plan = plan_evaluation(
+        baseline, candidate, twin=world_twin, scenarios=scenarios, seed=seed, evaluation_id=evaluation_id
+    )
+    return EvaluationRequested(
+        event_id=ids.event_id("EvaluationRequested", plan.evaluation_id, plan.request_hash),
+        occurred_at=ids.PINNED_NOW,
+        correlation_id=plan.evaluation_id,
+        evaluation_id=plan.evaluation_id,
+        baseline_agent=baseline,
+        candidate_agent=candidate,
+        seed=seed,
+        evaluator_version=evaluator_version,
+        twin_json=canonical_json(world_twin.definition),
+        scenarios_json=canonical_json([dict(s.raw) for s in scenarios]),
+    )
+
+
+def judge_refiner(settings: Settings) -> Refine:
+    """The configured semantic judge, with one budget and one cache for this process's run."""
+    judge = judge_from_settings(settings.judge_settings())
+    budget, cache = settings.judge_settings().budget(), VerdictCache()
+
+    def refine(graded: GradedCase) -> GradedCase:
+        return judge_case(graded, judge, budget=budget, cache=cache)
+
+    return refine
+
+
+def processors(versions: Sequence[str], refine: Refine | None, *, simulate: bool = True) -> list[Processor]:
+    out: list[Processor] = [Planner(), Simulator()] if simulate else []
+    out += [Grader(v, refine) for v in versions]
+    out += [Comparator(v) for v in versions]
+    out.append(OutcomeJoin())
+    return out
+
+
+@dataclass
+class PipelineStats:
+    run: RunStats
+    sink: SinkStats
+
+
+def run_pipeline(
+    emb: Embedded,
+    versions: Sequence[str],
+    refine: Refine | None,
+    *,
+    simulate: bool = True,
+    progress: Progress | None = None,
+) -> PipelineStats:
+    stats = emb.runtime.run(processors(versions, refine, simulate=simulate), progress=progress)
+    return PipelineStats(stats, sync(emb.runtime, emb.warehouse))
+
+
+def report_for(runtime: EmbeddedRuntime, evaluation_id: str, evaluator_version: str) -> EvaluationReport:
+    """The full comparison document of an evaluation, rebuilt from the verdicts the pipeline stored."""
+    pair = next(
+        (
+            e
+            for e in runtime.read_events("evaluations")
+            if isinstance(e, PairPlanned) and e.evaluation_id == evaluation_id
+        ),
+        None,
+    )
+    if pair is None:
+        raise LookupError(f"no planned pair for evaluation {evaluation_id}")
+    sides: dict[str, dict[str, GradedCase]] = {BASELINE: {}, CANDIDATE: {}}
+    for e in runtime.read_events("verdicts"):
+        if (
+            isinstance(e, CaseVerdicted)
+            and e.evaluation_id == evaluation_id
+            and e.evaluator_version == evaluator_version
+        ):
+            sides[e.side][e.case_id] = graded_from_verdict(e)
+    return build_report(
+        evaluation_id=evaluation_id,
+        baseline_agent=pair.baseline_agent,
+        candidate_agent=pair.candidate_agent,
+        run_seed=pair.run_seed,
+        evaluator_version=evaluator_version,
+        baseline_cases=list(sides[BASELINE].values()),
+        candidate_cases=list(sides[CANDIDATE].values()),
+        pair_id=pair.pair_id,
+    )

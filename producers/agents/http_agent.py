@@ -1,0 +1,272 @@
+"""An agent behind HTTP (`http://host:port[#VERSION]`, spec §5.3): asked with `POST /run` once per case.
+
+The agent reaches its tools through the twin endpoint: each case is opened there with a fresh capability
+token (sent as `tool_headers`), and closed - the token revoked - as soon as the agent answers, so nothing
+it does later can change the evidence. What the agent returns is a claim; the twin's records decide.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from producers.agents.contract import AGENT_STATUSES, AgentRequest, AgentResult, AgentRunError, ClaimedCall
+from producers.agents.errors import AgentSpecError
+from producers.agents.http_tool_client import shared_ssl_context
+from producers.twin_http import TwinEndpoint
+
+if TYPE_CHECKING:
+    from twin_engine.case import TwinCase
+
+JSON = Any
+DEFAULT_AGENT_TIMEOUT_S = 120.0
+MAX_CONNECT_TIMEOUT_S = 5.0
+CLAIMED_OUTCOMES = ("SUCCESS", "PARTIAL", "FAILURE", "UNKNOWN")
+MODEL_KINDS = ("deterministic-fake", "llm")
+
+
+class HttpAgent:
+    """Implements `Agent`. `version` is the pinned `#VERSION`, else the version the agent last reported."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        version: str | None = None,
+        timeout_s: float = DEFAULT_AGENT_TIMEOUT_S,
+        token: str | None = None,
+        endpoint: TwinEndpoint | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.name = self.url
+        self.pinned_version = version
+        self.version = version or ""
+        self.model_kind = "unknown"
+        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, MAX_CONNECT_TIMEOUT_S))
+        self._token = token
+        self._endpoint = endpoint
+        self._own_endpoint = False
+
+    @classmethod
+    def from_spec(
+        cls, spec: str, *, timeout_s: float = DEFAULT_AGENT_TIMEOUT_S, token: str | None = None
+    ) -> HttpAgent:
+        """`http://host:port[/path][#VERSION]` or `https://…`; a bad spec raises AgentSpecError."""
+        parts = urlsplit(spec.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
+            raise AgentSpecError(f"agent spec '{spec}' is not an http:// or https:// URL with a host")
+        if parts.query:
+            raise AgentSpecError(f"agent spec '{spec}': a query string is not allowed")
+        try:
+            parts.port  # noqa: B018 - reading it validates the port
+        except ValueError:
+            raise AgentSpecError(f"agent spec '{spec}': the port is not valid") from None
+        base = f"{parts.scheme}://{parts.netloc}{parts.path}"
+        return cls(base, version=parts.fragment.strip() or None, timeout_s=timeout_s, token=token)
+
+    # ------------------------------------------------------------ running
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Run one case whose client is in process (it has `.case`): serve that case on the endpoint."""
+        twin_case = getattr(request.client, "case", None)
+        if twin_case is None:
+            raise TypeError("an HTTP agent needs a request whose client holds a twin case (`.case`)")
+        return run_http_case(self, twin_case, request, self._shared_endpoint())
+
+    def run_case(self, request: AgentRequest, *, tools_base_url: str, token: str) -> AgentResult:
+        """`POST /run` for one case whose twin is served at `tools_base_url` under `token`."""
+        body = run_body(request, tools_base_url=tools_base_url, token=token, version=self.pinned_version)
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        try:
+            with httpx.Client(timeout=self._timeout, trust_env=False, verify=shared_ssl_context()) as http:
+                response = http.post(f"{self.url}/run", json=body, headers=headers)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            message = f"Could not reach the agent at {self.url}: {exc}"
+            raise AgentRunError("AGENT_UNREACHABLE", message) from None
+        except httpx.TimeoutException:
+            raise AgentRunError(
+                "AGENT_TIMEOUT", f"The agent did not answer within {self._timeout.read:g} s."
+            ) from None
+        except httpx.TransportError as exc:
+            raise AgentRunError("AGENT_ERROR", f"The agent's reply was broken: {exc}") from None
+        if not 200 <= response.status_code < 300:
+            raise _status_error(response)
+        result, reported_version = result_from_reply(response.content)
+        if self.pinned_version and reported_version and reported_version != self.pinned_version:
+            raise AgentRunError(
+                "AGENT_VERSION_UNAVAILABLE",
+                f"Asked for version {self.pinned_version}; the agent answered as {reported_version}.",
+            )
+        if not self.pinned_version and reported_version:
+            self.version = reported_version
+        self.model_kind = result.model_kind
+        return result
+
+    # ------------------------------------------------------------ endpoint lifetime
+
+    def _shared_endpoint(self) -> TwinEndpoint:
+        if self._endpoint is None:
+            self._endpoint = TwinEndpoint().start()
+            self._own_endpoint = True
+        return self._endpoint
+
+    def close(self) -> None:
+        """Stop the twin endpoint this agent started for itself (an endpoint passed in is left alone)."""
+        if self._own_endpoint and self._endpoint is not None:
+            self._endpoint.stop()
+            self._endpoint = None
+            self._own_endpoint = False
+
+    def __enter__(self) -> HttpAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_http_case(
+    agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, endpoint: TwinEndpoint
+) -> AgentResult:
+    """Open the case on the endpoint, ask the agent, close the case (revoking the token), then judge the run.
+
+    A twin failure outranks anything the agent did (the case is ERRORED); then the agent's own failure;
+    then calls refused over the per-case cap (CALL_LIMIT_EXCEEDED).
+    """
+    handle = endpoint.open_case(twin_case)
+    result: AgentResult | None = None
+    failure: AgentRunError | None = None
+    try:
+        result = agent.run_case(request, tools_base_url=handle.base_url, token=handle.token)
+    except AgentRunError as exc:
+        failure = exc
+    finally:
+        usage = endpoint.close_case(handle.token)
+    if usage.twin_errors:
+        raise AgentRunError("TWIN_ERROR", f"The twin failed during the case: {usage.twin_errors[0]}")
+    if failure is not None:
+        raise failure
+    if usage.refused_over_limit:
+        raise AgentRunError(
+            "CALL_LIMIT_EXCEEDED",
+            f"The agent went over the case's call limit ({usage.refused_over_limit} calls refused).",
+        )
+    assert result is not None
+    return result
+
+
+def run_body(
+    request: AgentRequest, *, tools_base_url: str, token: str, version: str | None
+) -> dict[str, JSON]:
+    """The reference `POST /run` body of a simulation case (spec §5.3, "Simulation request")."""
+    case_id = request.session_id.removeprefix("sim-")
+    body: dict[str, JSON] = {
+        "input": request.message,
+        "session_id": request.session_id,
+        "tools_base_url": tools_base_url,
+        "tool_headers": {"Authorization": f"Bearer {token}"},
+        "run_context": {"source": "simulation", "scenario_name": request.scenario_name, "case_id": case_id},
+        "context": dict(request.context),
+    }
+    if version:
+        body["agent_version"] = version
+    if request.tenant:
+        body["tenant"] = request.tenant
+    if request.customer_id is not None:
+        body["customer_id"] = request.customer_id
+    return body
+
+
+def _status_error(response: httpx.Response) -> AgentRunError:
+    code, message = _error_of(response)
+    status = response.status_code
+    said = f"The agent answered {status}{f' {code}' if code else ''}{f': {message}' if message else ''}."
+    if status == 404 and code == "UNKNOWN_VERSION":
+        return AgentRunError("AGENT_VERSION_UNAVAILABLE", said)
+    if status in (401, 403):
+        return AgentRunError("AGENT_AUTH", said)
+    if status in (400, 409, 413, 422):
+        return AgentRunError("AGENT_REJECTED_REQUEST", said)
+    if status in (408, 504):
+        return AgentRunError("AGENT_TIMEOUT", said)
+    return AgentRunError("AGENT_ERROR", said)
+
+
+def _error_of(response: httpx.Response) -> tuple[str | None, str | None]:
+    try:
+        data = json.loads(response.content)
+    except (UnicodeDecodeError, ValueError):
+        return None, None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return None, None
+    code, message = error.get("code"), error.get("message")
+    text = " ".join(str(message).split())[:300] if message else None
+    return (str(code) if code is not None else None, text)
+
+
+def result_from_reply(content: bytes) -> tuple[AgentResult, str | None]:
+    """The AgentResult of a 2xx `/run` body and the version the agent reported; bad reply -> AGENT_ERROR."""
+    try:
+        data = json.loads(content)
+    except (UnicodeDecodeError, ValueError):
+        raise AgentRunError("AGENT_ERROR", "The agent's reply is not JSON.") from None
+    if not isinstance(data, dict):
+        raise AgentRunError("AGENT_ERROR", "The agent's reply is not a JSON object.")
+    output = _need(data, "output", str)
+    status = _need(data, "status", str)
+    if status not in AGENT_STATUSES:
+        raise AgentRunError("AGENT_ERROR", f"The agent's reply has an unknown status '{status}'.")
+    claimed = _need(data, "claimed_outcome", str).upper()
+    calls = _optional(data, "tool_calls", list) or []
+    kind = data.get("model_kind")
+    version = _optional(data, "agent_version", str)
+    result = AgentResult(
+        output=output,
+        claimed_outcome=claimed if claimed in CLAIMED_OUTCOMES else "UNKNOWN",
+        business_outcome=_optional(data, "business_outcome", str),
+        status=status,
+        tool_calls=tuple(_claimed_call(entry, index) for index, entry in enumerate(calls)),
+        steps=_optional(data, "steps", int) or 0,
+        token_estimate=_optional(data, "token_estimate", int) or 0,
+        backoff_ms=_optional(data, "backoff_ms", int) or 0,
+        model=_optional(data, "model", str) or "",
+        model_kind=kind if kind in MODEL_KINDS else "unknown",
+    )
+    return result, version
+
+
+def _claimed_call(entry: JSON, index: int) -> ClaimedCall:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise AgentRunError("AGENT_ERROR", f"The agent's tool_calls[{index}] has no name.")
+    where = f"tool_calls[{index}]"
+    retry_after = entry.get("retry_after")
+    numeric = isinstance(retry_after, int | float) and not isinstance(retry_after, bool)
+    if retry_after is not None and not numeric:
+        raise AgentRunError("AGENT_ERROR", f"The agent's {where}.retry_after is not a number.")
+    return ClaimedCall(
+        name=entry["name"],
+        arguments=_optional(entry, "arguments", dict, where) or {},
+        status=_optional(entry, "status", str, where) or "unknown",
+        error_code=_optional(entry, "error_code", str, where),
+        retry_after=float(retry_after) if retry_after is not None else None,
+        attempt=_optional(entry, "attempt", int, where) or 1,
+    )
+
+
+def _need(data: dict[str, JSON], name: str, kind: type) -> Any:
+    value = _optional(data, name, kind)
+    if value is None:
+        raise AgentRunError("AGENT_ERROR", f"The agent's reply has no '{name}'.")
+    return value
+
+
+def _optional(data: dict[str, JSON], name: str, kind: type, where: str = "reply") -> Any:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise AgentRunError("AGENT_ERROR", f"The agent's {where} field '{name}' has the wrong type.")
+    return value
