@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands
+from agenttwin import commands, pipeline_commands
 from agenttwin.errors import CliError, user_error_types
 
 DEFAULT_SEED = 42
@@ -59,8 +59,40 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
     ev.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     ev.add_argument("--json", action="store_true", help="print the full comparison document")
-    ev.set_defaults(func=commands.evaluate)
+    _data_dir_arg(ev)
+    ev.set_defaults(func=pipeline_commands.evaluate)
+
+    demo = sub.add_parser("demo", help="the field notes' story: 1.3.0 vs 1.2.4 and 1.3.1 vs 1.3.0, end to end")
+    _data_dir_arg(demo)
+    demo.set_defaults(func=pipeline_commands.demo)
+
+    rp = sub.add_parser("replay", help="re-grade every stored case under an evaluator version (from offset 0)")
+    rp.add_argument("--evaluator-version", required=True, help="e.g. 1.0.0 or 1.1.0")
+    _data_dir_arg(rp)
+    rp.set_defaults(func=pipeline_commands.replay)
+
+    q = sub.add_parser("sql", help="query the ClickHouse projections")
+    q.add_argument("query", metavar="SQL")
+    q.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    _data_dir_arg(q)
+    q.set_defaults(func=pipeline_commands.sql)
+
+    events = sub.add_parser("events", help="read the event topics")
+    events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    tail = events_sub.add_parser("tail", help="decode and print a topic's events")
+    tail.add_argument("topic", metavar="TOPIC")
+    tail.add_argument("--limit", type=int, default=None, help="only the last N events")
+    tail.add_argument("--from-beginning", action="store_true")
+    tail.add_argument("--json", action="store_true")
+    _data_dir_arg(tail)
+    tail.set_defaults(func=pipeline_commands.events_tail)
     return p
+
+
+def _data_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data-dir", metavar="DIR", help="embedded runtime data (default $AGENTTWIN_DATA_DIR or ~/.agenttwin)"
+    )
 
 
 def _suite_args(p: argparse.ArgumentParser) -> None:

@@ -33,9 +33,7 @@ def scenario_check(args: argparse.Namespace) -> int:
     rows = []
     for f in args.files:
         s = load_scenario(f, twin=twin)
-        rows.append(
-            {"file": f, "scenario": s.name, "expectations": len(s.expectations), "spec_hash": s.spec_hash}
-        )
+        rows.append({"file": f, "scenario": s.name, "expectations": len(s.expectations), "spec_hash": s.spec_hash})
     if args.json:
         out(to_json({"ok": True, "scenarios": rows}))
     else:
@@ -51,7 +49,7 @@ def twin_call(args: argparse.Namespace) -> int:
     twin = _load_twin(args.twin)
     config = None
     if args.scenario:
-        config = ScenarioConfig.from_scenario(load_scenario(args.scenario, twin=twin).document)
+        config = ScenarioConfig.from_scenario(load_scenario(args.scenario, twin=twin).raw)
     calls = _read_calls(Path(args.calls))
     case = twin.new_case(scenario=config, seed=args.seed, tenant=args.tenant)
     for call in calls:
@@ -123,40 +121,3 @@ def simulate(args: argparse.Namespace) -> int:
     out(f"{report['agent']} on {len(rows)} scenario(s), run seed {report['run_seed']}\n")
     out(table(["scenario", "verdict", "claimed", "verified", "calls", "reason"], rows))
     return 0
-
-
-def evaluate(args: argparse.Namespace) -> int:
-    from agenttwin.runs import evaluate_pair
-
-    report = evaluate_pair(
-        args.baseline,
-        args.candidate,
-        suite=args.suite,
-        twin=args.twin,
-        seed=args.seed,
-        evaluation_id=args.evaluation_id,
-        evaluator_version=args.evaluator_version,
-    )
-    if args.json:
-        out(to_json(report))
-        return 0
-    out(render_comparison(report))
-    return 0
-
-
-def render_comparison(report: dict[str, Any]) -> str:
-    rows = []
-    for case in report["cases"]:
-        div = case.get("divergence") or {}
-        rows.append([case["scenario"], case["classification"], case["reason"], div.get("summary") or ""])
-    counts = report["summary"]["counts"]
-    parts = [f"{n} {k.lower().replace('_', ' ')}" for k, n in counts.items() if n]
-    lines = [
-        f"Evaluation {report['evaluation_id']}: candidate {report['candidate']} vs baseline {report['baseline']}"
-        f" (run seed {report['run_seed']}, evaluator {report['evaluator_version']})",
-        "",
-        table(["scenario", "classification", "reason", "first divergence"], rows, max_width=70),
-        "",
-        "Summary: " + " · ".join(parts),
-    ]
-    return "\n".join(lines)

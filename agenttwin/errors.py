@@ -9,7 +9,7 @@ class CliError(Exception):
 
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Every error that means "your input is wrong" (as opposed to a bug in AgentTwin)."""
-    from producers.agents.registry import AgentSpecError
+    from producers.agents.errors import AgentSpecError
     from twin_engine.errors import TwinError
 
     return (TwinError, AgentSpecError, FileNotFoundError, IsADirectoryError, PermissionError)

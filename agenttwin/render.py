@@ -45,10 +45,10 @@ class Progress:
         self.live = self.stream.isatty()
 
     def advance(self, n: int = 1, note: str = "") -> None:
-        self.done = min(self.total, self.done + n)
+        self.done += n
         if self.live:
             width = 30
-            filled = int(width * self.done / self.total)
+            filled = min(width, int(width * self.done / self.total))
             bar = "#" * filled + "." * (width - filled)
             self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} {note[:40]:<40}")
             self.stream.flush()
@@ -57,5 +57,5 @@ class Progress:
         if self.live:
             self.stream.write("\n")
         else:
-            self.stream.write(f"{self.label}: {self.done}/{self.total} done\n")
+            self.stream.write(f"{self.label}: {self.done} events processed\n")
         self.stream.flush()

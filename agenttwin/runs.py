@@ -47,12 +47,25 @@ def simulate_agent(
 ) -> dict[str, JSON]:
     world_twin, scenarios = load_world(suite, twin)
     version = evaluator_version or DEFAULT_EVALUATOR_SET
-    run_id = "sim-" + sha256_hex(
-        {"agent": agent_spec, "seed": seed, "twin": world_twin.hash, "scenarios": [s.spec_hash for s in scenarios]}
-    )[:12]
+    run_id = (
+        "sim-"
+        + sha256_hex(
+            {
+                "agent": agent_spec,
+                "seed": seed,
+                "twin": world_twin.hash,
+                "scenarios": [s.spec_hash for s in scenarios],
+            }
+        )[:12]
+    )
     cases = simulate_suite(agent_spec, scenarios, world_twin, run_seed=seed, run_id=run_id)
     graded = [grade_case(c, evaluator_version=version) for c in cases]
-    return {"agent": agent_spec, "run_seed": seed, "run_id": run_id, "cases": [graded_to_view(g) for g in graded]}
+    return {
+        "agent": agent_spec,
+        "run_seed": seed,
+        "run_id": run_id,
+        "cases": [graded_to_view(g) for g in graded],
+    }
 
 
 def plan_evaluation(

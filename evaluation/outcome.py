@@ -42,7 +42,8 @@ def verified_outcome(
     undecided = [r for r in evidence if r.status in (ERROR, SKIPPED)]
     if fails:
         status, verified, source = "FAILURE", True, TOOL_TWIN_STATE
-        reason = f"The twin's state disproves success: {_ids(fails)} failed."
+        more = f" (+{len(fails) - 1} more: {_ids(fails[1:])})" if len(fails) > 1 else ""
+        reason = f"The twin's state disproves success: {fails[0].expectation.id}: {fails[0].reason}{more}"
     elif not evidence:
         status, verified, source = "UNKNOWN", False, UNAVAILABLE
         reason = "No outcome evidence: the scenario checks no state, outcome or side effect."

@@ -1,5 +1,6 @@
 """ClickHouse adapters behind one small `Warehouse` contract: chDB in-process (default) or a server."""
 
+from consumers.clickhouse._values import string_literal as sql_literal
 from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE, ChdbWarehouse, bound_chdb_path
 from consumers.clickhouse.contract import QueryResult, Warehouse, WarehouseError, split_sql_statements
 from consumers.clickhouse.factory import open_warehouse, resolve_chdb_path
@@ -18,4 +19,5 @@ __all__ = [
     "parse_server_url",
     "resolve_chdb_path",
     "split_sql_statements",
+    "sql_literal",
 ]

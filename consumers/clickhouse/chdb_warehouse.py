@@ -121,10 +121,7 @@ class ChdbWarehouse:
         if not any(converters):
             return QueryResult(columns, tuple(tuple(row) for row in document["data"]))
         rows = tuple(
-            tuple(
-                value if convert is None else convert(value)
-                for convert, value in zip(converters, row, strict=True)
-            )
+            tuple(value if convert is None else convert(value) for convert, value in zip(converters, row, strict=True))
             for row in document["data"]
         )
         return QueryResult(columns, rows)

@@ -27,9 +27,7 @@ def resolve_chdb_path(url_or_path: str | None, data_dir: Path) -> Path | None:
     if setting.lower().startswith("chdb://"):
         setting = setting[len("chdb://") :]
     elif "://" in setting:
-        raise WarehouseError(
-            f"unknown warehouse URL scheme in {setting.split('@')[-1]!r}: use chdb://, http(s)://"
-        )
+        raise WarehouseError(f"unknown warehouse URL scheme in {setting.split('@')[-1]!r}: use chdb://, http(s)://")
     path = Path(setting)
     return path if path.is_absolute() else data_dir / path
 

@@ -45,9 +45,7 @@ def parse_server_url(url: str) -> ServerSettings:
     """http(s)://user:pass@host:port/db or clickhouse://… (HTTP; `?secure=true` for TLS)."""
     parts = urlsplit(url)
     if parts.scheme not in _SCHEMES:
-        raise WarehouseError(
-            f"not a ClickHouse server URL (http, https or clickhouse): {url.split('@')[-1]!r}"
-        )
+        raise WarehouseError(f"not a ClickHouse server URL (http, https or clickhouse): {url.split('@')[-1]!r}")
     secure, default_port = _SCHEMES[parts.scheme]
     if parse_qs(parts.query).get("secure", ["false"])[0].lower() in ("1", "true", "yes"):
         secure, default_port = True, 8443

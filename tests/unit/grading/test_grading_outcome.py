@@ -15,7 +15,7 @@ def test_outcome_evidence_failure_is_verified_failure() -> None:
     assert (out.status, out.verified, out.source) == ("FAILURE", True, "tool_twin_state")
     assert out.claimed_status == "SUCCESS"
     assert out.business_outcome == "REFUND_COMPLETED"
-    assert "refunded-exactly-once, no-double-refund" in out.reason
+    assert out.reason == "The twin's state disproves success: refunded-exactly-once: why (+1 more: no-double-refund)"
 
 
 def test_trajectory_failures_never_decide_the_outcome() -> None:

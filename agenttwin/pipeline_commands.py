@@ -1,0 +1,275 @@
+"""CLI commands that run through the event pipeline: demo, evaluate, replay, sql, events tail."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from agenttwin.errors import CliError
+from agenttwin.pipeline import (
+    Embedded,
+    evaluation_request,
+    judge_refiner,
+    open_embedded,
+    report_for,
+    run_pipeline,
+)
+from agenttwin.render import Progress, out, table, to_json
+from agenttwin.settings import Settings, load_settings
+from consumers.clickhouse import sql_literal as lit
+from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
+from streams.events import PairPlanned
+from streams.topics import TOPIC_BY_NAME
+
+# The field notes' story: the planted regression against the good baseline, then the fix against it.
+DEMO_PAIRS = (("demo:1.2.4", "demo:1.3.0"), ("demo:1.3.0", "demo:1.3.1"))
+DEMO_SEED = 42
+
+
+def _open(args: argparse.Namespace) -> tuple[Settings, Embedded]:
+    settings = load_settings()
+    data_dir = Path(args.data_dir).expanduser() if getattr(args, "data_dir", None) else None
+    return settings, open_embedded(settings, data_dir)
+
+
+def _progress(label: str, total: int) -> tuple[Progress, Any]:
+    bar = Progress(total, label)
+
+    def step(stage: str, n: int) -> None:
+        bar.advance(n, stage)
+
+    return bar, step
+
+
+def _version(value: str | None) -> str:
+    version = value or DEFAULT_EVALUATOR_SET
+    try:
+        evaluator_set(version)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return version
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    version = _version(args.evaluator_version)
+    settings, emb = _open(args)
+    with emb:
+        request = evaluation_request(
+            args.baseline,
+            args.candidate,
+            suite=args.suite,
+            twin=args.twin,
+            seed=args.seed,
+            evaluation_id=args.evaluation_id,
+            evaluator_version=version,
+        )
+        started = time.perf_counter()
+        emb.runtime.publish([request])
+        scenarios = len(json.loads(request.scenarios_json))
+        bar, step = _progress("evaluating", total=scenarios * 2 * 12)
+        run_pipeline(emb, [version], judge_refiner(settings), progress=step)
+        bar.close()
+        report = report_for(emb.runtime, request.evaluation_id, version)
+        doc = report.to_dict()
+        doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
+    if args.json:
+        out(to_json(doc))
+    else:
+        out(render_report(doc))
+    return 0
+
+
+def render_report(doc: dict[str, Any]) -> str:
+    rows = [[c["scenario"], c["classification"], c["reason"]] for c in doc["cases"]]
+    lines = [
+        f"Evaluation {doc['evaluation_id']}: candidate {doc['candidate']} vs baseline {doc['baseline']}"
+        f"  (run seed {doc['run_seed']}, evaluator {doc['evaluator_version']})",
+        "",
+        table(["scenario", "classification", "reason"], rows, max_width=100),
+        "",
+        "Summary: " + _counts_line(doc["summary"]["counts"]),
+    ]
+    totals = doc["summary"]
+    base, cand = totals.get("baseline") or {}, totals.get("candidate") or {}
+    if base and cand:
+        lines.append(
+            f"Tool calls {base.get('tool_calls')} → {cand.get('tool_calls')} · retries {base.get('retries')} → "
+            f"{cand.get('retries')} · duplicate side effects {base.get('duplicate_side_effects')} → "
+            f"{cand.get('duplicate_side_effects')}  (metrics never change a classification)"
+        )
+    changed = [c for c in doc["cases"] if c["classification"] != "UNCHANGED" and c.get("divergence")]
+    if changed:
+        lines += ["", "First divergence of each changed case:"]
+        for c in changed:
+            div = c["divergence"]
+            lines.append(f"  {c['scenario']}: {div['summary']}")
+            if div.get("impact"):
+                lines.append(f"    {div['impact']}")
+    return "\n".join(lines)
+
+
+_WORDS = {
+    "NEW_CRITICAL_FAILURE": ("new critical failure", "new critical failures"),
+    "REGRESSED": ("regressed", "regressed"),
+    "IMPROVED": ("improved", "improved"),
+    "UNCHANGED": ("unchanged", "unchanged"),
+    "INCOMPLETE": ("incomplete", "incomplete"),
+}
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    parts = [f"{n} {_WORDS.get(k, (k, k))[n != 1]}" for k, n in counts.items() if n]
+    return " · ".join(parts) or "no cases"
+
+
+def demo(args: argparse.Namespace) -> int:
+    version = DEFAULT_EVALUATOR_SET
+    settings, emb = _open(args)
+    with emb:
+        requests = [
+            evaluation_request(
+                b, c, suite=["demo"], twin=None, seed=DEMO_SEED, evaluation_id=None, evaluator_version=version
+            )
+            for b, c in DEMO_PAIRS
+        ]
+        emb.runtime.publish(requests)
+        bar, step = _progress("running the demo pipeline", total=len(requests) * 9 * 2 * 12)
+        stats = run_pipeline(emb, [version], judge_refiner(settings), progress=step)
+        bar.close()
+        wh = emb.warehouse
+        out(f"AgentTwin demo: the field notes' story on the embedded runtime (data in {emb.runtime.data_dir})\n")
+        for request in requests:
+            eid = request.evaluation_id
+            rows = wh.query(
+                "SELECT scenario_name, classification, reason FROM v_comparisons "
+                f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} ORDER BY scenario_name"
+            ).rows
+            counts: dict[str, int] = {}
+            for _, cls, _ in rows:
+                counts[cls] = counts.get(cls, 0) + 1
+            out(f"== {request.candidate_agent} (candidate) vs {request.baseline_agent} (baseline) · {eid}")
+            out(table(["scenario", "classification", "reason"], [list(r) for r in rows], max_width=90))
+            out("   " + _counts_line({k: counts[k] for k in _WORDS if k in counts}))
+            divs = wh.query(
+                "SELECT scenario_name, divergence_summary, divergence_impact FROM v_comparisons "
+                f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} "
+                "AND classification != 'UNCHANGED' AND divergence_summary IS NOT NULL ORDER BY scenario_name"
+            ).rows
+            if divs:
+                out("   First divergence of each changed case:")
+                for name, summary, impact in divs:
+                    out(f"   - {name}: {summary}")
+                    if impact:
+                        out(f"     {impact}")
+            out("")
+        alerts = wh.query(
+            "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail "
+            "FROM v_contradictions AS k LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
+            f"WHERE k.evaluator_version = {lit(version)} ORDER BY k.agent, k.scenario_name, k.case_id"
+        ).rows
+        out("== Contradiction alerts: the agent claimed SUCCESS, the twin's state says otherwise")
+        seen: set[tuple[str, str]] = set()
+        for agent, scenario, claimed, verified, reply, detail in alerts:
+            if (agent, scenario) in seen:  # the same agent version appears in both evaluations
+                continue
+            seen.add((agent, scenario))
+            out(f"- {agent} on {scenario}: claimed {claimed}, verified {verified}")
+            out(f'    reply: "{reply}"')
+            out(f"    evidence: {detail}")
+        if not alerts:
+            out("(none)")
+        out(
+            f"\n{stats.run.produced} new events, {stats.sink.rows} rows projected. Explore the same facts in "
+            "ClickHouse, e.g.:\n"
+            '  agenttwin sql "SELECT candidate_agent, classification, count() FROM v_comparisons GROUP BY ALL"'
+        )
+    return 0
+
+
+def replay(args: argparse.Namespace) -> int:
+    version = _version(args.evaluator_version)
+    settings, emb = _open(args)
+    with emb:
+        if not any(isinstance(e, PairPlanned) for e in emb.runtime.read_events("evaluations")):
+            raise CliError("nothing to replay: no evaluation in this data directory (run `agenttwin demo` first)")
+        bar, step = _progress(f"replaying under evaluator {version}", total=emb.runtime.log.end_offset("cases") * 6)
+        stats = run_pipeline(emb, [version], judge_refiner(settings), simulate=False, progress=step)
+        bar.close()
+        rows = emb.warehouse.query(
+            "SELECT evaluator_version, countIf(status = 'PASSED') AS passed, countIf(status = 'FAILED') AS failed, "
+            "countIf(status = 'ERRORED') AS errored FROM v_verdicts_by_evaluator GROUP BY evaluator_version "
+            "ORDER BY evaluator_version"
+        ).rows
+        out(f"Replayed from offset 0 under evaluator {version}: {stats.run.produced} new events.")
+        out("Verdicts by evaluator version (earlier versions stay):")
+        out(table(["evaluator_version", "passed", "failed", "errored"], [list(r) for r in rows]))
+    return 0
+
+
+def sql(args: argparse.Namespace) -> int:
+    _, emb = _open(args)
+    with emb:
+        from consumers.embedded_sink import sync
+
+        sync(emb.runtime, emb.warehouse)  # project anything new first
+        result = emb.warehouse.query(args.query)
+    rows = [list(r) for r in result.rows]
+    if args.format == "json":
+        out(to_json([dict(zip(result.columns, r, strict=True)) for r in rows]).replace("\n", "\n"))
+    elif args.format == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(result.columns)
+        writer.writerows(rows)
+        out(buf.getvalue().rstrip("\n"))
+    else:
+        out(table(list(result.columns), rows, max_width=120))
+    return 0
+
+
+def events_tail(args: argparse.Namespace) -> int:
+    if args.topic not in TOPIC_BY_NAME:
+        raise CliError(f"unknown topic {args.topic!r}; topics: {', '.join(sorted(TOPIC_BY_NAME))}")
+    _, emb = _open(args)
+    with emb:
+        log = emb.runtime.log
+        if args.topic not in log.topics():
+            return 0
+        end = log.end_offset(args.topic)
+        start = 0 if args.from_beginning or args.limit is None else max(0, end - args.limit)
+        for record in log.read(args.topic, start, max_records=args.limit):
+            try:
+                event = emb.runtime.decode(record)
+            except Exception as exc:  # show undecodable records instead of stopping the tail
+                out(f"{record.offset}\tUNDECODABLE\t{exc}")
+                continue
+            if args.json:
+                data = {k: _jsonable(v) for k, v in event.to_record().items()}
+                out(json.dumps({"offset": record.offset, **data}, sort_keys=True, ensure_ascii=False))
+            else:
+                out(f"{record.offset}\t{event.event_type}\tkey={record.key}\t{_summary(event.to_record())}")
+    return 0
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def _summary(record: dict[str, Any]) -> str:
+    skip = {"event_id", "event_type", "occurred_at", "correlation_id", "tenant"}
+    parts = []
+    for k, v in record.items():
+        if k in skip or k.endswith("_json") or v is None:
+            continue
+        text = str(v)
+        parts.append(f"{k}={text if len(text) <= 40 else text[:39] + '…'}")
+    return " ".join(parts[:8])
