@@ -29,8 +29,7 @@ def load_world(suite: Sequence[str], twin_file: str | None) -> tuple[Twin, list[
     from agenttwin.demo import TWIN_FILE
 
     twin = load_twin(twin_file or TWIN_FILE)
-    spec: str | Sequence[str] = suite[0] if list(suite) == ["demo"] else list(suite)
-    return twin, load_suite(spec, twin=twin)
+    return twin, load_suite(list(suite), twin=twin)
 
 
 def graded_to_view(graded: GradedCase) -> dict[str, JSON]:

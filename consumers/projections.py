@@ -61,3 +61,12 @@ def row_of(event: Event) -> list[Any]:
 
 def ddl() -> str:
     return "\n".join((CLICKHOUSE_DIR / name).read_text(encoding="utf-8") for name in DDL_FILES)
+
+
+def snapshot(warehouse: Any, tables: list[str] | None = None) -> dict[str, list[tuple[Any, ...]]]:
+    """Every projection table's rows after FINAL, in a stable order: what "identical tables" compares."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for table in tables or sorted(TABLE_BY_EVENT.values()):
+        result = warehouse.query(f"SELECT * FROM {table} FINAL ORDER BY ALL")
+        out[table] = [tuple(row) for row in result.rows]
+    return out

@@ -17,6 +17,20 @@ from streams.events import SpanRecorded
 from twin_engine.canonical import sha256_hex
 
 SERVICE = "agenttwin-simulator"
+# The riskiest tool the run called, on the claim itself, so an alert names it whatever order spans arrive in.
+OUTCOME_TOOL_ATTRIBUTE = "agenttwin.outcome.tool"
+RISK_ORDER = {"ADMIN": 5, "WRITE_IRREVERSIBLE": 4, "EXECUTE": 3, "WRITE_REVERSIBLE": 2, "READ": 1}
+
+
+def riskiest_tool(tools: list[str], risk_by_tool: dict[str, str]) -> str | None:
+    """The riskiest of the tools called (the last one called among equals)."""
+    best: str | None = None
+    for tool in tools:
+        if best is None or RISK_ORDER.get(risk_by_tool.get(tool, ""), 0) >= RISK_ORDER.get(
+            risk_by_tool.get(best, ""), 0
+        ):
+            best = tool
+    return best
 
 
 def _nanos(at_ms: float) -> int:
@@ -47,6 +61,9 @@ def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded
     }
     if case.claimed_outcome:
         root_attrs["agenttwin.outcome.claimed"] = case.claimed_outcome
+        tool = riskiest_tool([str(c.get("name", "")) for c in case.claimed_calls], risk_by_tool)
+        if tool:
+            root_attrs[OUTCOME_TOOL_ATTRIBUTE] = tool
     if case.business_outcome:
         root_attrs["agenttwin.outcome.business"] = case.business_outcome
     if case.agent_finding:

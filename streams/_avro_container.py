@@ -105,9 +105,7 @@ def frame_block(count: int, body: bytes, sync: bytes) -> bytes:
     return b"".join((encode_long(count), encode_long(len(body)), body, sync))
 
 
-def scan_blocks(
-    buf: bytes | mmap.mmap, start: int, limit: int, sync: bytes
-) -> tuple[list[Block], str | None]:
+def scan_blocks(buf: bytes | mmap.mmap, start: int, limit: int, sync: bytes) -> tuple[list[Block], str | None]:
     """Index the complete blocks in buf[start:limit].
 
     Returns the blocks and, if the bytes after the last complete block are not a complete block,

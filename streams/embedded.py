@@ -191,9 +191,7 @@ class EmbeddedRuntime:
                     outputs = p.handle(store, event)
                 except Exception as exc:  # the stream boundary: a poison event goes to the dead letters
                     detail = "".join(traceback.format_exception_only(exc)).strip()
-                    stats.dead_letters += self._emit(
-                        [dead_letter(p.name, "PROCESSING_ERROR", detail, record)], stats
-                    )
+                    stats.dead_letters += self._emit([dead_letter(p.name, "PROCESSING_ERROR", detail, record)], stats)
                 else:
                     self._emit(outputs, stats)
             offset = record.offset + 1

@@ -190,9 +190,7 @@ class EmbeddedLog:
     def _index(self, name: str, path: Path, fd: int) -> _Topic:
         size = os.fstat(fd).st_size
         if size == 0:
-            raise EventLogError(
-                f"{path}: empty file, not an Avro container (delete it to recreate the topic)"
-            )
+            raise EventLogError(f"{path}: empty file, not an Avro container (delete it to recreate the topic)")
         with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as buf:
             try:
                 header = parse_header(buf, size)
@@ -201,10 +199,7 @@ class EmbeddedLog:
             schema = header.metadata.get("avro.schema", b"{}")
             codec = header.metadata.get("avro.codec", b"null")
             try:
-                ours = (
-                    codec == b"null"
-                    and to_parsing_canonical_form(parse_schema(json.loads(schema))) == _CANONICAL
-                )
+                ours = codec == b"null" and to_parsing_canonical_form(parse_schema(json.loads(schema))) == _CANONICAL
             except (ValueError, TypeError, KeyError) as exc:
                 raise EventLogError(f"{path}: unreadable schema in the container header: {exc}") from exc
             if not ours:
@@ -316,9 +311,7 @@ class EmbeddedLog:
             state = self._topic(topic)
             if state is None:
                 return iter(())
-            stop = (
-                state.end_offset if max_records is None else min(state.end_offset, from_offset + max_records)
-            )
+            stop = state.end_offset if max_records is None else min(state.end_offset, from_offset + max_records)
             index = bisect.bisect_right(state.firsts, from_offset) - 1
             return self._iterate(state, max(index, 0), from_offset, stop)
 

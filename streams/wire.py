@@ -137,9 +137,7 @@ class SchemaStore:
         out.write(schema.fingerprint)
         extra = record.keys() - schema.field_names
         if extra:
-            raise WireError(
-                WireErrorReason.INVALID_RECORD, f"{name}: fields not in the schema: {sorted(extra)}"
-            )
+            raise WireError(WireErrorReason.INVALID_RECORD, f"{name}: fields not in the schema: {sorted(extra)}")
         try:
             # not fastavro's strict mode: it rejects a missing field whose default is null
             schemaless_writer(out, schema.parsed, record)
@@ -150,9 +148,7 @@ class SchemaStore:
     def decode(self, data: bytes, reader_name: str | None = None) -> DecodedEvent:
         """Decode single-object bytes. Any input either decodes or raises `WireError`."""
         if len(data) < HEADER_SIZE or data[:2] != MAGIC:
-            raise WireError(
-                WireErrorReason.BAD_MAGIC, "not Avro single-object encoding (C3 01 + fingerprint)"
-            )
+            raise WireError(WireErrorReason.BAD_MAGIC, "not Avro single-object encoding (C3 01 + fingerprint)")
         fp = bytes(data[2:HEADER_SIZE])
         writer = self._writers.get(fp)
         fp_int = int.from_bytes(fp, "little")
@@ -179,9 +175,7 @@ class SchemaStore:
             problem = f"{writer.name} ({fp.hex()}): {type(exc).__name__}: {exc}"
             raise WireError(WireErrorReason.CORRUPT_BODY, problem) from exc
         if body.tell() != len(data):
-            raise WireError(
-                WireErrorReason.CORRUPT_BODY, f"{writer.name}: {len(data) - body.tell()} trailing byte(s)"
-            )
+            raise WireError(WireErrorReason.CORRUPT_BODY, f"{writer.name}: {len(data) - body.tell()} trailing byte(s)")
         return DecodedEvent(name=reader.name, record=record, fingerprint=fp_int)
 
     def compatibility_problems(self) -> dict[str, list[str]]:

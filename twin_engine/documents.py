@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from agenttwin.demo import MANIFEST_DIR, SCENARIO_DIR
+from agenttwin.demo import MANIFEST_DIR, NAMED_SUITES
 from schemas import JSON_DIR
 from twin_engine.canonical import sha256_hex
 from twin_engine.errors import DefinitionError
@@ -246,8 +246,9 @@ def load_suite(
 
 
 def _scenario_files(item: str | Path) -> list[Path]:
-    if str(item) == "demo":
-        return _files_in(SCENARIO_DIR)
+    named = NAMED_SUITES.get(str(item))
+    if named is not None:
+        return _files_in(named) if named.is_dir() else [named]
     path = Path(item)
     if path.is_dir():
         found = _files_in(path)

@@ -60,7 +60,5 @@ class Grader(Processor):
             graded = self.refine(graded)
         store[key] = {"done": True}
         return list(
-            graded_events(
-                graded, evaluation_id=finished.evaluation_id, side=finished.side, at=finished.occurred_at
-            )
+            graded_events(graded, evaluation_id=finished.evaluation_id, side=finished.side, at=finished.occurred_at)
         )

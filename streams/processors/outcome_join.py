@@ -17,15 +17,8 @@ from streams.processors.base import Processor, Store
 
 CLAIM_ATTRIBUTE = "agenttwin.outcome.claimed"
 RULE = "claimed-success-disproved"
-# Riskiest first: the tool a contradiction is filed under.
-_RISK_ORDER = {"ADMIN": 5, "WRITE_IRREVERSIBLE": 4, "EXECUTE": 3, "WRITE_REVERSIBLE": 2, "READ": 1}
+TOOL_ATTRIBUTE = "agenttwin.outcome.tool"  # the riskiest tool of the run, set on the claim
 DEFAULT_HORIZON = timedelta(hours=1)
-
-
-def _riskiest(tools: dict[str, str]) -> str | None:
-    if not tools:
-        return None
-    return max(sorted(tools), key=lambda t: _RISK_ORDER.get(tools[t], 0))
 
 
 class OutcomeJoin(Processor):
@@ -46,9 +39,7 @@ class OutcomeJoin(Processor):
             key = event.trace_id
         else:
             return []
-        entry: dict[str, Any] = dict(
-            store.get(key) or {"claim": None, "tools": {}, "verified": {}, "sent": []}
-        )
+        entry: dict[str, Any] = dict(store.get(key) or {"claim": None, "tools": {}, "verified": {}, "sent": []})
         if isinstance(event, SpanRecorded):
             attrs = event.attributes
             tool, risk = attrs.get("gen_ai.tool.name"), attrs.get("agenttwin.tool.risk")
@@ -61,6 +52,7 @@ class OutcomeJoin(Processor):
                     "agent_version": attrs.get("agenttwin.agent.version"),
                     "case_id": attrs.get("agenttwin.case.id"),
                     "scenario": attrs.get("agenttwin.scenario.id"),
+                    "tool": attrs.get(TOOL_ATTRIBUTE),
                     "at": event.occurred_at,
                     "tenant": event.tenant,
                 }
@@ -121,7 +113,7 @@ class OutcomeJoin(Processor):
             scenario_name=claim.get("scenario"),
             agent=claim.get("agent") or (verified.agent if verified else None),
             agent_version=claim.get("agent_version") or (verified.agent_version if verified else None),
-            tool=_riskiest(entry["tools"]),
+            tool=claim.get("tool"),
             claimed_status=claim.get("status"),
             verified_status=verified.status if verified else None,
             verified=verified.verified if verified else False,

@@ -41,9 +41,7 @@ class Planner(Processor):
         twin = Twin.from_definition(json.loads(event.twin_json))
         scenarios = scenarios_of(event, twin)
         refs = [
-            ScenarioRef(
-                name=s.name, spec_hash=s.spec_hash, seed=s.seed, severity=s.severity, tags=tuple(s.tags)
-            )
+            ScenarioRef(name=s.name, spec_hash=s.spec_hash, seed=s.seed, severity=s.severity, tags=tuple(s.tags))
             for s in scenarios
         ]
         plan = plan_pair(
@@ -58,9 +56,7 @@ class Planner(Processor):
         planned = store.get(event.evaluation_id)
         if planned is not None:
             if planned != plan.request_hash:
-                raise PairConflictError(
-                    f"evaluation {event.evaluation_id} was already planned for a different request"
-                )
+                raise PairConflictError(f"evaluation {event.evaluation_id} was already planned for a different request")
             return []  # a retried request: the pair already exists
         store[event.evaluation_id] = plan.request_hash
         at = event.occurred_at

@@ -183,7 +183,8 @@ def test_run_serves_an_in_process_case(stub: Any, demo_twin: Twin) -> None:
     with HttpAgent(server.url) as agent:
         result = agent.run(request)
         base_url = server.requests[0][1]["tools_base_url"]
-        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/twin/v1")
+        assert base_url.startswith("http://127.0.0.1:")
+        assert base_url.endswith("/twin/v1")
     assert result.claimed_outcome == "SUCCESS"
     assert agent.version == "9.9.9"  # unpinned: the version the agent reported
 

@@ -37,16 +37,19 @@ def test_wrong_token_is_refused(endpoint: TwinEndpoint, demo_twin: Twin, caller:
     assert (answer.status, error_code(answer)) == (401, "TWIN_CREDENTIAL_INVALID")
     search = caller(handle.base_url, "nope").request("GET", "/kb/search?q=refund")
     assert (search.status, error_code(search)) == (401, "TWIN_CREDENTIAL_INVALID")
-    assert case.records == () and case.retrievals == ()
+    assert case.records == ()
+    assert case.retrievals == ()
 
 
 def test_token_is_kept_only_as_its_hash(endpoint: TwinEndpoint, demo_twin: Twin) -> None:
     handle = endpoint.open_case(demo_twin.new_case())
     other = endpoint.open_case(demo_twin.new_case())
-    assert handle.token != other.token and len(handle.token) >= 32
+    assert handle.token != other.token
+    assert len(handle.token) >= 32
     stored = set(endpoint._cases)
     assert hashlib.sha256(handle.token.encode()).hexdigest() in stored
-    assert handle.token not in stored and not any(handle.token in key for key in stored)
+    assert handle.token not in stored
+    assert not any(handle.token in key for key in stored)
 
 
 def test_closed_case_refuses_calls(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
@@ -75,7 +78,8 @@ def test_call_cap(demo_twin: Twin, caller: Any) -> None:
         assert (over.status, error_code(over)) == (409, "CALL_LIMIT_EXCEEDED")
         usage = endpoint.close_case(handle.token)
     assert (usage.calls, usage.refused_over_limit) == (2, 1)
-    assert len(case.records) == 1 and len(case.retrievals) == 1
+    assert len(case.records) == 1
+    assert len(case.retrievals) == 1
 
 
 def test_empty_body_is_an_empty_object(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
@@ -143,7 +147,8 @@ def test_headers_forwarded_without_credentials(endpoint: TwinEndpoint, make_twin
     assert again.headers.get("Idempotent-Replayed") == "true"
     assert case.state == {"n": 1}
     for headers in seen:
-        assert headers["idempotency-key"] == "k1" and headers["x-trace"] == "t"
+        assert headers["idempotency-key"] == "k1"
+        assert headers["x-trace"] == "t"
         assert all(name == name.lower() for name in headers)
         assert not {"authorization", "cookie", "proxy-authorization", "connection", "host"} & set(headers)
 

@@ -1,0 +1,133 @@
+"""ExportTraceServiceRequest -> SpanRecorded events, one per valid span.
+
+The tenant is the one the API key authenticated, never a span attribute: attributes are what the
+exporter says (claims), and `agenttwin.tenant` / `tenant` stay in the attributes as sent, while the
+event's `tenant` field — the one every downstream stage filters on — is the key's. Event ids come from
+(trace_id, span_id) as for simulated spans, so a re-sent batch is deduplicated.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span, Status
+
+from producers.otlp.attributes import flatten
+from streams import ids
+from streams.events import SpanRecorded
+
+SOURCE_ATTRIBUTE = "agenttwin.source"
+PRODUCTION = "production"
+SIMULATION = "simulation"
+UNKNOWN_SERVICE = "unknown_service"  # the OTel SDK's default when service.name is unset
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TRACE_ID_BYTES, _SPAN_ID_BYTES = 16, 8
+
+
+@dataclass(frozen=True)
+class MappedBatch:
+    events: list[SpanRecorded]
+    rejected: int = 0
+    problems: dict[str, int] = field(default_factory=dict)  # reason -> spans rejected for it
+
+    @property
+    def error_message(self) -> str:
+        """The partial-success message: empty when everything was accepted."""
+        if not self.rejected:
+            return ""
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(self.problems.items()))
+        return f"rejected {self.rejected} span(s): {reasons}"
+
+
+def _enum_name(full: str, prefix: str) -> str:
+    return full.removeprefix(prefix) if full.startswith(prefix) else full
+
+
+def span_kind(span: Span) -> str:
+    try:
+        return _enum_name(Span.SpanKind.Name(span.kind), "SPAN_KIND_")
+    except ValueError:  # an enum number this proto version does not know
+        return "UNSPECIFIED"
+
+
+def status_code(span: Span) -> str:
+    try:
+        return _enum_name(Status.StatusCode.Name(span.status.code), "STATUS_CODE_")
+    except ValueError:
+        return "UNSET"
+
+
+def event_time(nanos: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=nanos // 1000)
+
+
+def problem(span: Span) -> str | None:
+    """Why a span cannot be stored, or None. Ids must have their OTLP sizes and not be all zero."""
+    if len(span.trace_id) != _TRACE_ID_BYTES or not any(span.trace_id):
+        return "invalid trace_id"
+    if len(span.span_id) != _SPAN_ID_BYTES or not any(span.span_id):
+        return "invalid span_id"
+    if span.parent_span_id and len(span.parent_span_id) != _SPAN_ID_BYTES:
+        return "invalid parent_span_id"
+    if span.end_time_unix_nano and span.end_time_unix_nano < span.start_time_unix_nano:
+        return "end before start"
+    return None
+
+
+def source_of(attributes: dict[str, str], resource: dict[str, str]) -> str:
+    said = attributes.get(SOURCE_ATTRIBUTE) or resource.get(SOURCE_ATTRIBUTE) or ""
+    return SIMULATION if said.strip().lower() == SIMULATION else PRODUCTION
+
+
+def _scope_attributes(scope_spans: ScopeSpans) -> dict[str, str]:
+    out = {}
+    if scope_spans.scope.name:
+        out["otel.scope.name"] = scope_spans.scope.name
+    if scope_spans.scope.version:
+        out["otel.scope.version"] = scope_spans.scope.version
+    return out
+
+
+def to_event(span: Span, resource: dict[str, str], scope: dict[str, str], tenant: str) -> SpanRecorded:
+    trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
+    attributes = {**scope, **flatten(span.attributes)}
+    end = span.end_time_unix_nano or span.start_time_unix_nano
+    parent = span.parent_span_id.hex() if any(span.parent_span_id) else None
+    return SpanRecorded(
+        event_id=ids.event_id("SpanRecorded", trace_id, span_id),
+        occurred_at=event_time(end),
+        correlation_id=trace_id,
+        tenant=tenant,
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=span.name,
+        kind=span_kind(span),
+        start_unix_nano=span.start_time_unix_nano,
+        end_unix_nano=end,
+        status_code=status_code(span),
+        status_message=span.status.message or None,
+        service_name=resource.get("service.name") or UNKNOWN_SERVICE,
+        source=source_of(attributes, resource),
+        attributes=attributes,
+        resource_attributes=resource,
+    )
+
+
+def map_request(request: ExportTraceServiceRequest, tenant: str) -> MappedBatch:
+    events: list[SpanRecorded] = []
+    problems: Counter[str] = Counter()
+    for resource_spans in request.resource_spans:
+        resource = flatten(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = _scope_attributes(scope_spans)
+            for span in scope_spans.spans:
+                reason = problem(span)
+                if reason is not None:
+                    problems[reason] += 1
+                    continue
+                events.append(to_event(span, resource, scope, tenant))
+    return MappedBatch(events, sum(problems.values()), dict(problems))

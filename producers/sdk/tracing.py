@@ -1,0 +1,285 @@
+"""Instrument an agent run with the OpenTelemetry API: the `invoke_agent` root span, `execute_tool` spans,
+`chat` spans and the agent's claimed outcome.
+
+Everything recorded here is what the agent says — its calls and its claimed outcome; verification comes
+later from the system of record (OutcomeReporter). Content (messages, tool arguments and results) is
+recorded only as the ContentPolicy allows, and is off by default. Instrumentation never raises into the
+agent: each attribute computation runs behind the SDK's guard, which counts failures. The agent's own
+exceptions pass through unchanged (recorded on the span).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+
+from evaluation.outcome import MAX_BUSINESS_OUTCOME, normalize_outcome
+from producers.sdk import attributes as A
+from producers.sdk.content import ContentPolicy
+from producers.sdk.reporter import Counters, OutcomeReporter, SdkStats, guarded
+from twin_engine.canonical import sha256_hex
+
+AttrValue = str | bool | int | float
+
+
+def idempotency_key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _hex_ids(span: Span) -> tuple[str, str]:
+    ctx = span.get_span_context()
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+@dataclass
+class _Run:
+    root: Span
+    context: dict[str, AttrValue]
+
+
+_CURRENT_RUN: ContextVar[_Run | None] = ContextVar("agenttwin_run", default=None)
+
+
+@dataclass
+class _Handle:
+    """Shared by the handles: the span, the owning SDK's content policy and guard."""
+
+    span: Span
+    sdk: AgentTwin
+    trace_id: str = field(init=False)
+    span_id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.trace_id, self.span_id = _hex_ids(self.span)
+
+    def _content(self, name: str, value: Any) -> None:
+        text = self.sdk.guard(lambda: self.sdk.content.render(value), None)
+        if text is not None:
+            self.span.set_attribute(name, text)
+
+
+class AgentRun(_Handle):
+    def set_input(self, messages: Any) -> None:
+        self._content(A.INPUT_MESSAGES, messages)
+
+    def set_output(self, messages: Any) -> None:
+        self._content(A.OUTPUT_MESSAGES, messages)
+
+    def claim_outcome(self, status: str, business_outcome: str | None = None) -> None:
+        self.sdk.guard(lambda: _set_claim(self.span, status, business_outcome), None)
+
+
+class ToolCall(_Handle):
+    result_status: str | None = None
+
+    def set_result(self, status: str = "ok", result: Any = None) -> None:
+        value = status.strip().lower() if isinstance(status, str) else ""
+        self.result_status = value if value in A.TOOL_RESULT_STATUSES else "invalid"
+        self.span.set_attribute(A.TOOL_RESULT_STATUS, self.result_status)
+        if self.result_status != "ok":
+            self.span.set_status(Status(StatusCode.ERROR, self.result_status))
+        self._content(A.TOOL_CALL_RESULT, result)
+
+
+class ModelTurn(_Handle):
+    def set_messages(self, input_messages: Any = None, output_messages: Any = None) -> None:
+        self._content(A.INPUT_MESSAGES, input_messages)
+        self._content(A.OUTPUT_MESSAGES, output_messages)
+
+    def set_usage(self, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
+        if input_tokens is not None:
+            self.span.set_attribute(A.USAGE_INPUT_TOKENS, int(input_tokens))
+        if output_tokens is not None:
+            self.span.set_attribute(A.USAGE_OUTPUT_TOKENS, int(output_tokens))
+
+
+def _set_claim(span: Span, status: str, business_outcome: str | None) -> None:
+    span.set_attribute(A.OUTCOME_CLAIMED, normalize_outcome(status) or "UNKNOWN")
+    if business_outcome:
+        span.set_attribute(A.OUTCOME_BUSINESS, business_outcome[:MAX_BUSINESS_OUTCOME])
+
+
+def _drop_none(values: Mapping[str, AttrValue | None]) -> dict[str, AttrValue]:
+    return {k: v for k, v in values.items() if v is not None and v != ""}
+
+
+class AgentTwin:
+    """The SDK: one per process is typical (see producers.sdk.configure)."""
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        content: ContentPolicy | None = None,
+        environment: str | None = None,
+        source: str = "production",
+        reporter: OutcomeReporter | None = None,
+    ) -> None:
+        self.content = content or ContentPolicy()
+        self.environment = environment
+        self.source = source
+        self.reporter = reporter
+        self._tracer = trace.get_tracer(A.TRACER_NAME, A.SDK_VERSION, tracer_provider=tracer_provider)
+        self._counters = Counters()
+
+    def guard(self, fn: Callable[[], Any], default: Any) -> Any:
+        return guarded(self._counters, fn, default)
+
+    def stats(self) -> SdkStats:
+        """Instrumentation errors plus the reporter's queue figures."""
+        own = self._counters.snapshot()
+        if self.reporter is None:
+            return own
+        sent = self.reporter.stats()
+        return SdkStats(
+            queued=sent.queued,
+            sent=sent.sent,
+            dropped=own.dropped + sent.dropped,
+            failed=sent.failed,
+            errors=own.errors + sent.errors,
+            last_error=sent.last_error or own.last_error,
+        )
+
+    @contextmanager
+    def agent_run(
+        self,
+        name: str,
+        version: str,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+        release_id: str | None = None,
+        commit_sha: str | None = None,
+        input: Any = None,  # noqa: A002 (the natural name; shadows nothing used here)
+    ) -> Iterator[AgentRun]:
+        context = _drop_none(
+            {
+                A.ENVIRONMENT: self.environment,
+                A.SOURCE: self.source,
+                A.AGENT_NAME: name,
+                A.AGENT_VERSION: version,
+                A.AGENT_ID: agent_id,
+                A.SESSION_ID: session_id,
+                A.RELEASE_ID: release_id,
+                A.COMMIT_SHA: commit_sha,
+            }
+        )
+        root_attrs = _drop_none(
+            {
+                **context,
+                A.OPERATION_NAME: "invoke_agent",
+                A.GEN_AI_AGENT_NAME: name,
+                A.CONVERSATION_ID: conversation_id or session_id,
+                A.SPAN_KIND: "agent",
+            }
+        )
+        with self._tracer.start_as_current_span(
+            f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=root_attrs
+        ) as span:
+            run = AgentRun(span, self)
+            token = _CURRENT_RUN.set(_Run(span, context))
+            try:
+                if input is not None:
+                    run.set_input(input)
+                yield run
+            except BaseException as exc:
+                span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
+                raise
+            finally:
+                _CURRENT_RUN.reset(token)
+
+    @contextmanager
+    def tool_call(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        risk: str | None = None,
+        attempt: int = 1,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
+        version: str | None = None,
+    ) -> Iterator[ToolCall]:
+        run = _CURRENT_RUN.get()
+        attrs: dict[str, AttrValue] = {
+            **(run.context if run else {}),
+            **_drop_none(
+                {
+                    A.OPERATION_NAME: "execute_tool",
+                    A.TOOL_NAME: name,
+                    A.SPAN_KIND: "tool",
+                    A.TOOL_RISK: risk.upper() if risk else None,
+                    A.TOOL_VERSION: version,
+                    A.TOOL_CALL_ID: call_id,
+                    A.TOOL_ATTEMPT: int(attempt),
+                }
+            ),
+        }
+        args_hash = self.guard(lambda: sha256_hex(args if args is not None else {}), None)
+        if args_hash:
+            attrs[A.TOOL_ARGS_HASH] = args_hash
+        if idempotency_key:
+            attrs[A.TOOL_IDEMPOTENCY_KEY_HASH] = idempotency_key_hash(idempotency_key)
+        with self._tracer.start_as_current_span(
+            f"execute_tool {name}", kind=SpanKind.CLIENT, attributes=attrs
+        ) as span:
+            call = ToolCall(span, self)
+            call._content(A.TOOL_CALL_ARGUMENTS, args)
+            try:
+                yield call
+            except BaseException as exc:
+                if call.result_status is None:
+                    call.set_result("timeout" if isinstance(exc, TimeoutError) else "error")
+                span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
+                raise
+            if call.result_status is None:
+                call.set_result("ok")
+
+    @contextmanager
+    def chat(self, model: str, *, provider: str | None = None) -> Iterator[ModelTurn]:
+        run = _CURRENT_RUN.get()
+        attrs = {
+            **(run.context if run else {}),
+            **_drop_none(
+                {
+                    A.OPERATION_NAME: "chat",
+                    A.PROVIDER_NAME: provider,
+                    A.REQUEST_MODEL: model,
+                    A.SPAN_KIND: "model",
+                }
+            ),
+        }
+        with self._tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attrs) as span:
+            yield ModelTurn(span, self)
+
+    def claim_outcome(self, status: str, business_outcome: str | None = None) -> None:
+        """The agent's CLAIMED outcome, on the current run's root span (else the current span)."""
+        run = _CURRENT_RUN.get()
+        span = run.root if run else trace.get_current_span()
+        if not span.is_recording():
+            self._counters.add(dropped=1)  # a claim outside any recorded span has nowhere to go
+            return
+        self.guard(lambda: _set_claim(span, status, business_outcome), None)
+
+    def report_outcome(
+        self,
+        trace_id: str,
+        status: str,
+        verified: bool,
+        source: str,
+        evidence: str | Mapping[str, Any] | None = None,
+        **details: Any,
+    ) -> bool:
+        """Through the configured OutcomeReporter; without one the report counts as dropped."""
+        if self.reporter is None:
+            self._counters.add(dropped=1)
+            return False
+        return self.reporter.report_outcome(trace_id, status, verified, source, evidence, **details)

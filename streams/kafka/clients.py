@@ -1,0 +1,80 @@
+"""Client settings shared by every confluent-kafka client, and idempotent topic creation.
+
+Producers partition with `murmur2_random` (librdkafka's default is CRC32 `consistent_random`; Java,
+aiokafka and faust use murmur2), are idempotent and wait for all in-sync replicas. Consumers never
+auto-commit and read only committed transactions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined, unused-ignore]
+
+from streams.kafka.naming import Naming
+
+ADMIN_TIMEOUT_S = 30.0
+
+
+def producer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "partitioner": "murmur2_random",
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "log_level": 3,
+        **extra,
+    }
+
+
+def consumer_config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "enable.partition.eof": False,
+        "log_level": 3,
+        **extra,
+    }
+
+
+def ensure_topics(bootstrap: str, naming: Naming, *, timeout_s: float = ADMIN_TIMEOUT_S) -> list[str]:
+    """Create every topic of streams/topics.py that does not exist yet; returns the ones created.
+
+    Event topics are delete-policy with the declared retention (never compacted: replay re-reads them).
+    An existing topic with a different partition count is an error: joins depend on equal counts.
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    wanted = {naming.topic(t.name): t for t in naming.topics()}
+    cluster = admin.list_topics(timeout=timeout_s)
+    existing, replication = cluster.topics, min(3, max(1, len(cluster.brokers)))
+    new = [
+        NewTopic(
+            name,
+            num_partitions=t.partitions,
+            replication_factor=replication,
+            config={"cleanup.policy": "delete", "retention.ms": str(t.retention_ms)},
+        )
+        for name, t in wanted.items()
+        if name not in existing
+    ]
+    created: list[str] = []
+    if new:
+        for name, future in admin.create_topics(new, request_timeout=timeout_s).items():
+            try:
+                future.result(timeout=timeout_s)
+                created.append(name)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+    metadata = admin.list_topics(timeout=timeout_s).topics
+    for name, t in wanted.items():
+        have = len(metadata[name].partitions) if name in metadata else 0
+        if have != t.partitions:
+            raise RuntimeError(f"topic {name} has {have} partitions, streams/topics.py declares {t.partitions}")
+    return created

@@ -1,0 +1,79 @@
+"""`KafkaPublisher`: the Publisher port on confluent-kafka (idempotent, acks=all, murmur2 keys).
+
+Kafka has no event-id dedup: publishing an event twice writes it twice. Downstream that is harmless
+(processors keep done markers, ClickHouse tables are ReplacingMergeTree read with FINAL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Self
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from streams.events import Event
+from streams.kafka.clients import producer_config
+from streams.kafka.codec import KafkaCodec, OutMessage
+from streams.kafka.naming import Naming
+
+FLUSH_TIMEOUT_S = 60.0
+
+
+class PublishError(Exception):
+    """Some messages were not acknowledged by the cluster."""
+
+
+class KafkaPublisher:
+    def __init__(
+        self, bootstrap: str, naming: Naming | None = None, *, codec: KafkaCodec | None = None, **config: Any
+    ) -> None:
+        self.naming = naming or Naming()
+        self.codec = codec or KafkaCodec(self.naming)
+        self._producer = Producer(producer_config(bootstrap, **config))
+        self._errors: list[KafkaError] = []
+
+    def _on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self._errors.append(err)
+
+    def send(self, message: OutMessage) -> None:
+        """Queue one message (not yet durable: call `flush`)."""
+        self.send_raw(message.topic, message.key, message.value, message.headers)
+
+    def send_raw(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> None:
+        """Queue bytes as they are (tests inject undecodable messages with it)."""
+        while True:
+            try:
+                self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=self._on_delivery)
+                return
+            except BufferError:  # local queue full: let deliveries drain, then retry
+                self._producer.poll(0.1)
+
+    def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
+        left = self._producer.flush(timeout_s)
+        errors, self._errors = self._errors, []
+        if left or errors:
+            raise PublishError(f"{left} message(s) not delivered; errors: {[str(e) for e in errors[:5]]}")
+
+    def publish(self, events: Iterable[Event]) -> int:
+        """Put events on their topics keyed by their `key`; durable (acknowledged by all replicas) on return."""
+        n = 0
+        for event in events:
+            self.send(self.codec.encode(event))
+            n += 1
+        self.flush()
+        return n
+
+    def close(self) -> None:
+        self._producer.flush(FLUSH_TIMEOUT_S)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
