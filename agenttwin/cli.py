@@ -86,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--json", action="store_true")
     _data_dir_arg(tail)
     tail.set_defaults(func=pipeline_commands.events_tail)
+
+    da = sub.add_parser("demo-agent", help="the Demo Co agent behind the HTTP agent interface")
+    da_sub = da.add_subparsers(dest="demo_agent_command", required=True, metavar="SUBCOMMAND")
+    serve = da_sub.add_parser("serve", help="serve POST /run on host:port (blocks until Ctrl-C)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8090)
+    serve.set_defaults(func=commands.demo_agent_serve)
     return p
 
 

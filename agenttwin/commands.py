@@ -121,3 +121,9 @@ def simulate(args: argparse.Namespace) -> int:
     out(f"{report['agent']} on {len(rows)} scenario(s), run seed {report['run_seed']}\n")
     out(table(["scenario", "verdict", "claimed", "verified", "calls", "reason"], rows))
     return 0
+
+
+def demo_agent_serve(args: argparse.Namespace) -> int:
+    from producers.agents.demo_server import serve_cli
+
+    return serve_cli(args.host, args.port)

@@ -118,7 +118,12 @@ def run_pipeline(
     simulate: bool = True,
     progress: Progress | None = None,
 ) -> PipelineStats:
-    stats = emb.runtime.run(processors(versions, refine, simulate=simulate), progress=progress)
+    steps = processors(versions, refine, simulate=simulate)
+    try:
+        stats = emb.runtime.run(steps, progress=progress)
+    finally:
+        for step in steps:
+            step.close()
     return PipelineStats(stats, sync(emb.runtime, emb.warehouse))
 
 

@@ -69,9 +69,7 @@ class JsonHandler(BaseHTTPRequestHandler):
             raise BodyError("Content-Length is negative.")
         if length > self.max_body_bytes:
             self.close_connection = True  # the unread body would poison the connection
-            raise BodyError(
-                f"The body is larger than {self.max_body_bytes} bytes.", status=413, code="BODY_TOO_LARGE"
-            )
+            raise BodyError(f"The body is larger than {self.max_body_bytes} bytes.", status=413, code="BODY_TOO_LARGE")
         return self.rfile.read(length) if length else b""
 
     def send_raw(

@@ -115,19 +115,29 @@ def simulate_suite(
     """Every scenario once, in the given order; case seeds derive from the run seed (spec §3.1)."""
     agent = resolve_agent(agent_spec)
     runs: list[CaseRun] = []
-    for scenario in scenarios:
-        seed = derive_case_seed(run_seed, scenario.name, scenario.seed)
-        runs.append(
-            simulate_case(
-                agent,
-                scenario,
-                twin,
-                case_seed=seed,
-                case_id=case_id_for(run_id, scenario.name),
-                agent_spec=agent_spec,
+    try:
+        for scenario in scenarios:
+            seed = derive_case_seed(run_seed, scenario.name, scenario.seed)
+            runs.append(
+                simulate_case(
+                    agent,
+                    scenario,
+                    twin,
+                    case_seed=seed,
+                    case_id=case_id_for(run_id, scenario.name),
+                    agent_spec=agent_spec,
+                )
             )
-        )
+    finally:
+        close_agent(agent)
     return runs
+
+
+def close_agent(agent: Agent) -> None:
+    """Release what an agent holds (an HTTP agent's twin endpoint); most agents hold nothing."""
+    close = getattr(agent, "close", None)
+    if callable(close):
+        close()
 
 
 def _one_line(exc: BaseException) -> str:

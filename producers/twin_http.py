@@ -156,9 +156,7 @@ class TwinEndpoint:
             raise _Refused(409, "CASE_CLOSED", "This case is closed.")
         if case.calls >= self.max_calls_per_case:
             case.refused += 1
-            raise _Refused(
-                409, "CALL_LIMIT_EXCEEDED", f"This case allows at most {self.max_calls_per_case} calls."
-            )
+            raise _Refused(409, "CALL_LIMIT_EXCEEDED", f"This case allows at most {self.max_calls_per_case} calls.")
         case.calls += 1
         return case.twin_case
 
@@ -166,9 +164,7 @@ class TwinEndpoint:
         case.twin_errors.append(f"{type(exc).__name__}: {exc}")
         return _Refused(500, "TWIN_ERROR", "The twin failed while handling this call.")
 
-    def call_tool(
-        self, authorization: str | None, tool: str, body: bytes, headers: dict[str, str]
-    ) -> TwinReply:
+    def call_tool(self, authorization: str | None, tool: str, body: bytes, headers: dict[str, str]) -> TwinReply:
         case = self._case_for(authorization)
         try:
             arguments = read_json_object(body)
@@ -258,4 +254,3 @@ class _EndpointHandler(JsonHandler):
             return
         # normal and malformed replies alike: the status and whatever bytes the engine produced
         self.send_raw(reply.http_status, raw, dict(reply.headers))
-

@@ -63,8 +63,11 @@ def dead_letter(stage: str, reason: str, error: BaseException | str, record: Log
 
 
 class EmbeddedRuntime:
-    def __init__(self, data_dir: Path, *, schemas: SchemaStore | None = None, fsync: bool = True) -> None:
+    def __init__(
+        self, data_dir: Path, *, schemas: SchemaStore | None = None, fsync: bool = True, batch_size: int = 500
+    ) -> None:
         self.data_dir = data_dir
+        self.batch_size = batch_size
         self.log = EmbeddedLog(data_dir / "topics-log", fsync=fsync)
         self.schemas = schemas or SchemaStore.from_directory(AVRO_DIR)
         self._ids: dict[str, set[str]] = {}
@@ -179,25 +182,31 @@ class EmbeddedRuntime:
         if topic not in self.log.topics() or self.log.end_offset(topic) <= start:
             return False
         offset = start
+        pending: list[Event] = []  # outputs are made durable before the offsets that produced them commit
         for record in self.log.read(topic, start):
             try:
                 event = self.decode(record)
             except DecodeError as exc:
-                stats.dead_letters += self._emit([dead_letter(p.name, exc.reason, str(exc), record)], stats)
+                pending.append(dead_letter(p.name, exc.reason, str(exc), record))
+                stats.dead_letters += 1
             else:
                 if p.name not in latest or event.occurred_at > latest[p.name]:
                     latest[p.name] = event.occurred_at
                 try:
-                    outputs = p.handle(store, event)
+                    pending.extend(p.handle(store, event))
                 except Exception as exc:  # the stream boundary: a poison event goes to the dead letters
                     detail = "".join(traceback.format_exception_only(exc)).strip()
-                    stats.dead_letters += self._emit([dead_letter(p.name, "PROCESSING_ERROR", detail, record)], stats)
-                else:
-                    self._emit(outputs, stats)
+                    pending.append(dead_letter(p.name, "PROCESSING_ERROR", detail, record))
+                    stats.dead_letters += 1
             offset = record.offset + 1
             stats.consumed[p.name] += 1
             if progress is not None:
                 progress(p.name, 1)
+            if len(pending) >= self.batch_size:
+                self._emit(pending, stats)
+                pending = []
+                self.log.commit(p.name, topic, offset)
+        self._emit(pending, stats)
         cursors[(p.name, topic)] = offset
         self.log.commit(p.name, topic, offset)
         return offset > start

@@ -57,4 +57,4 @@ def topic_of(event: Event | type[Event]) -> Topic:
 
 
 def events_on(topic: Topic) -> tuple[type[Event], ...]:
-    return tuple(e for e in EVENT_TYPES if e.TOPIC == topic.name)
+    return tuple(e for e in EVENT_TYPES if topic.name == e.TOPIC)

@@ -61,11 +61,9 @@ class ToolReply:
 class ToolClient(Protocol):
     """Bound to one case: calls go to that case's twin, in order."""
 
-    def call(self, tool: str, arguments: dict[str, JSON], headers: dict[str, str] | None = None) -> ToolReply:
-        ...
+    def call(self, tool: str, arguments: dict[str, JSON], headers: dict[str, str] | None = None) -> ToolReply: ...
 
-    def search_kb(self, query: str, limit: int = 3) -> list[dict[str, JSON]]:
-        ...
+    def search_kb(self, query: str, limit: int = 3) -> list[dict[str, JSON]]: ...
 
 
 @dataclass(frozen=True)
@@ -111,8 +109,7 @@ class Agent(Protocol):
     version: str
     model_kind: str
 
-    def run(self, request: AgentRequest) -> AgentResult:
-        ...
+    def run(self, request: AgentRequest) -> AgentResult: ...
 
 
 class AgentRunError(Exception):

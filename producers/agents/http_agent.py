@@ -51,9 +51,7 @@ class HttpAgent:
         self._own_endpoint = False
 
     @classmethod
-    def from_spec(
-        cls, spec: str, *, timeout_s: float = DEFAULT_AGENT_TIMEOUT_S, token: str | None = None
-    ) -> HttpAgent:
+    def from_spec(cls, spec: str, *, timeout_s: float = DEFAULT_AGENT_TIMEOUT_S, token: str | None = None) -> HttpAgent:
         """`http://host:port[/path][#VERSION]` or `https://…`; a bad spec raises AgentSpecError."""
         parts = urlsplit(spec.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
@@ -87,9 +85,7 @@ class HttpAgent:
             message = f"Could not reach the agent at {self.url}: {exc}"
             raise AgentRunError("AGENT_UNREACHABLE", message) from None
         except httpx.TimeoutException:
-            raise AgentRunError(
-                "AGENT_TIMEOUT", f"The agent did not answer within {self._timeout.read:g} s."
-            ) from None
+            raise AgentRunError("AGENT_TIMEOUT", f"The agent did not answer within {self._timeout.read:g} s.") from None
         except httpx.TransportError as exc:
             raise AgentRunError("AGENT_ERROR", f"The agent's reply was broken: {exc}") from None
         if not 200 <= response.status_code < 300:
@@ -127,9 +123,7 @@ class HttpAgent:
         self.close()
 
 
-def run_http_case(
-    agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, endpoint: TwinEndpoint
-) -> AgentResult:
+def run_http_case(agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, endpoint: TwinEndpoint) -> AgentResult:
     """Open the case on the endpoint, ask the agent, close the case (revoking the token), then judge the run.
 
     A twin failure outranks anything the agent did (the case is ERRORED); then the agent's own failure;
@@ -157,9 +151,7 @@ def run_http_case(
     return result
 
 
-def run_body(
-    request: AgentRequest, *, tools_base_url: str, token: str, version: str | None
-) -> dict[str, JSON]:
+def run_body(request: AgentRequest, *, tools_base_url: str, token: str, version: str | None) -> dict[str, JSON]:
     """The reference `POST /run` body of a simulation case (spec §5.3, "Simulation request")."""
     case_id = request.session_id.removeprefix("sim-")
     body: dict[str, JSON] = {

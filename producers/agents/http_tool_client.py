@@ -96,9 +96,7 @@ class HttpToolClient:
         started = time.perf_counter()
 
         def failed(code: str, status: int = 0, headers: dict[str, str] | None = None) -> ToolReply:
-            return ToolReply(
-                http_status=status, headers=headers or {}, transport_error=code, delay_ms=elapsed()
-            )
+            return ToolReply(http_status=status, headers=headers or {}, transport_error=code, delay_ms=elapsed())
 
         def elapsed() -> int:
             return round((time.perf_counter() - started) * 1000)

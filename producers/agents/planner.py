@@ -28,10 +28,7 @@ CallFactory = Callable[[str, dict[str, JSON]], ToolCallAction]
 
 MODEL_KIND = "deterministic-fake"
 
-OTHER_TEXT = (
-    "I can help with order status, refunds and our refund policy. Tell me your order number and "
-    "what you need."
-)
+OTHER_TEXT = "I can help with order status, refunds and our refund policy. Tell me your order number and what you need."
 NO_ORDER_TEXT = "Could you tell me your order number? It looks like ORD-1234."
 NO_CUSTOMER_TEXT = "Could you tell me your customer number, so I can look into your data request?"
 NOT_ACCESSIBLE_TEXT = "I couldn't find that order on your account. Please check the order number."

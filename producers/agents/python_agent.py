@@ -23,9 +23,7 @@ _USAGE = "use python:<module>:<attribute>, e.g. python:my_agent:agent"
 class PythonAgent:
     """Implements `Agent` around a loaded object; checks that each run really returns an AgentResult."""
 
-    def __init__(
-        self, target: Callable[[AgentRequest], Any], *, name: str, version: str, model_kind: str
-    ) -> None:
+    def __init__(self, target: Callable[[AgentRequest], Any], *, name: str, version: str, model_kind: str) -> None:
         self._target = target
         self.name = name
         self.version = version
@@ -34,9 +32,7 @@ class PythonAgent:
     def run(self, request: AgentRequest) -> AgentResult:
         result = self._target(request)
         if not isinstance(result, AgentResult):
-            raise AgentRunError(
-                "AGENT_ERROR", f"The agent returned {type(result).__name__}, not an AgentResult."
-            )
+            raise AgentRunError("AGENT_ERROR", f"The agent returned {type(result).__name__}, not an AgentResult.")
         return result
 
 
@@ -72,9 +68,7 @@ def load_python_agent(spec: str) -> PythonAgent:
     elif callable(target):
         call = target
     else:
-        raise AgentSpecError(
-            f"agent spec '{spec}': '{attr_path}' is neither callable nor an object with run(request)"
-        )
+        raise AgentSpecError(f"agent spec '{spec}': '{attr_path}' is neither callable nor an object with run(request)")
     return PythonAgent(
         call,
         name=str(getattr(target, "name", None) or f"{module_name}:{attr_path}"),

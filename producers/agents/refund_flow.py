@@ -140,15 +140,13 @@ def _refund_steps(ctx: RefundContext, amount: float) -> Action:
     code = last.reply.error_code
     if code in APPROVAL_PENDING_CODES:
         return FinalAnswer(
-            f"Your refund of {money(amount)} for order {ctx.order_id} is waiting for a specialist's "
-            "approval.",
+            f"Your refund of {money(amount)} for order {ctx.order_id} is waiting for a specialist's approval.",
             "SUCCESS",
             "REFUND_AWAITING_APPROVAL",
         )
     if code in APPROVAL_DENIED_CODES:
         return FinalAnswer(
-            f"I'm sorry, our refund policy doesn't allow a refund of {money(amount)} for order "
-            f"{ctx.order_id}.",
+            f"I'm sorry, our refund policy doesn't allow a refund of {money(amount)} for order {ctx.order_id}.",
             "SUCCESS",
             "REFUND_DENIED",
         )

@@ -1,4 +1,8 @@
-"""Turn an agent spec string into an Agent: `demo:<version>` or `script:<path>`."""
+"""Turn an agent spec string into an Agent.
+
+`demo:<version>` (the Demo Co agent, scripted planner), `script:<path>` (a scripted agent file),
+`http://host:port[#VERSION]` / `https://…` (any agent behind the HTTP interface), `python:module:attr`.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ from producers.agents.script_agent import ScriptAgent
 from twin_engine.documents import demo_manifest, demo_manifest_versions
 from twin_engine.errors import DefinitionError
 
-SUPPORTED_KINDS = ("demo", "script")
-_USAGE = "use demo:<version> or script:<path> (http:// and python: agents are not supported yet)"
+SUPPORTED_KINDS = ("demo", "script", "http", "https", "python")
+_USAGE = "use demo:<version>, script:<path>, http://host:port[#VERSION] or python:module:attr"
 
 
 def resolve_agent(spec: str) -> Agent:
@@ -30,6 +34,12 @@ def resolve_agent(spec: str) -> Agent:
             raise AgentSpecError(f"demo agent {value}: {exc}") from None
     if kind == "script":
         return ScriptAgent(value)
-    if kind in ("http", "https", "python"):
-        raise AgentSpecError(f"agent spec '{spec}': {kind} agents are not supported yet; {_USAGE}")
+    if kind in ("http", "https"):
+        from producers.agents.http_agent import HttpAgent
+
+        return HttpAgent.from_spec(spec.strip())
+    if kind == "python":
+        from producers.agents.python_agent import load_python_agent
+
+        return load_python_agent(spec.strip())
     raise AgentSpecError(f"agent spec '{spec}': unknown agent kind '{kind}'; {_USAGE}")

@@ -86,9 +86,7 @@ def load_script(path: str | Path) -> dict[str, ScriptEntry]:
         language = "JSON" if file.suffix.lower() == ".json" else "YAML"
         raise AgentSpecError(f"{path}: not valid {language}: {problem}") from None
     if not isinstance(data, dict) or not data:
-        raise AgentSpecError(
-            f"{path}: expected a mapping of scenario name -> entry (calls, reply, claimed_outcome)"
-        )
+        raise AgentSpecError(f"{path}: expected a mapping of scenario name -> entry (calls, reply, claimed_outcome)")
     try:
         return _SCRIPT.validate_python(data)
     except ValidationError as exc:

@@ -14,11 +14,11 @@ class SerializedPublisher:
 
     def __init__(self, inner: Publisher) -> None:
         self.inner = inner
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()  # also held by whoever else writes the same log (LiveProcessor)
 
     def publish(self, events: Iterable[Event]) -> int:
         batch = list(events)
-        with self._lock:
+        with self.lock:
             return self.inner.publish(batch)
 
 

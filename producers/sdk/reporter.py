@@ -59,9 +59,7 @@ class Counters:
 
     def error(self, exc: BaseException) -> None:
         with self._lock:
-            self._stats = replace(
-                self._stats, errors=self._stats.errors + 1, last_error=f"{type(exc).__name__}: {exc}"
-            )
+            self._stats = replace(self._stats, errors=self._stats.errors + 1, last_error=f"{type(exc).__name__}: {exc}")
 
     def snapshot(self) -> SdkStats:
         with self._lock:

@@ -15,14 +15,17 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from evaluation.outcome import MAX_BUSINESS_OUTCOME, normalize_outcome
+from producers.case_spans import OUTCOME_TOOL_ATTRIBUTE, riskiest_tool
 from producers.sdk import attributes as A
 from producers.sdk.content import ContentPolicy
+from producers.sdk.outcome import Evidence
 from producers.sdk.reporter import Counters, OutcomeReporter, SdkStats, guarded
 from twin_engine.canonical import sha256_hex
 
@@ -42,6 +45,20 @@ def _hex_ids(span: Span) -> tuple[str, str]:
 class _Run:
     root: Span
     context: dict[str, AttrValue]
+    tools: list[str] = field(default_factory=list)
+    risk_by_tool: dict[str, str] = field(default_factory=dict)
+    claimed: bool = False
+
+    def called(self, tool: str, risk: str | None) -> None:
+        self.tools.append(tool)
+        if risk:
+            self.risk_by_tool[tool] = risk
+
+    def name_outcome_tool(self) -> None:
+        """The riskiest tool called so far goes on the claim, as the simulator's spans do."""
+        tool = riskiest_tool(self.tools, self.risk_by_tool)
+        if self.claimed and tool:
+            self.root.set_attribute(OUTCOME_TOOL_ATTRIBUTE, tool)
 
 
 _CURRENT_RUN: ContextVar[_Run | None] = ContextVar("agenttwin_run", default=None)
@@ -73,7 +90,7 @@ class AgentRun(_Handle):
         self._content(A.OUTPUT_MESSAGES, messages)
 
     def claim_outcome(self, status: str, business_outcome: str | None = None) -> None:
-        self.sdk.guard(lambda: _set_claim(self.span, status, business_outcome), None)
+        self.sdk.claim_outcome(status, business_outcome, span=self.span)
 
 
 class ToolCall(_Handle):
@@ -158,7 +175,7 @@ class AgentTwin:
         conversation_id: str | None = None,
         release_id: str | None = None,
         commit_sha: str | None = None,
-        input: Any = None,  # noqa: A002 (the natural name; shadows nothing used here)
+        input: Any = None,
     ) -> Iterator[AgentRun]:
         context = _drop_none(
             {
@@ -185,7 +202,8 @@ class AgentTwin:
             f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=root_attrs
         ) as span:
             run = AgentRun(span, self)
-            token = _CURRENT_RUN.set(_Run(span, context))
+            state = _Run(span, context)
+            token = _CURRENT_RUN.set(state)
             try:
                 if input is not None:
                     run.set_input(input)
@@ -195,6 +213,7 @@ class AgentTwin:
                 raise
             finally:
                 _CURRENT_RUN.reset(token)
+                self.guard(state.name_outcome_tool, None)
 
     @contextmanager
     def tool_call(
@@ -223,14 +242,14 @@ class AgentTwin:
                 }
             ),
         }
+        if run is not None:
+            run.called(name, risk.upper() if risk else None)
         args_hash = self.guard(lambda: sha256_hex(args if args is not None else {}), None)
         if args_hash:
             attrs[A.TOOL_ARGS_HASH] = args_hash
         if idempotency_key:
             attrs[A.TOOL_IDEMPOTENCY_KEY_HASH] = idempotency_key_hash(idempotency_key)
-        with self._tracer.start_as_current_span(
-            f"execute_tool {name}", kind=SpanKind.CLIENT, attributes=attrs
-        ) as span:
+        with self._tracer.start_as_current_span(f"execute_tool {name}", kind=SpanKind.CLIENT, attributes=attrs) as span:
             call = ToolCall(span, self)
             call._content(A.TOOL_CALL_ARGUMENTS, args)
             try:
@@ -260,14 +279,17 @@ class AgentTwin:
         with self._tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attrs) as span:
             yield ModelTurn(span, self)
 
-    def claim_outcome(self, status: str, business_outcome: str | None = None) -> None:
+    def claim_outcome(self, status: str, business_outcome: str | None = None, *, span: Span | None = None) -> None:
         """The agent's CLAIMED outcome, on the current run's root span (else the current span)."""
         run = _CURRENT_RUN.get()
-        span = run.root if run else trace.get_current_span()
-        if not span.is_recording():
+        target = span or (run.root if run else trace.get_current_span())
+        if not target.is_recording():
             self._counters.add(dropped=1)  # a claim outside any recorded span has nowhere to go
             return
-        self.guard(lambda: _set_claim(span, status, business_outcome), None)
+        self.guard(lambda: _set_claim(target, status, business_outcome), None)
+        if run is not None and run.root is target:
+            run.claimed = True
+            self.guard(run.name_outcome_tool, None)
 
     def report_outcome(
         self,
@@ -275,11 +297,27 @@ class AgentTwin:
         status: str,
         verified: bool,
         source: str,
-        evidence: str | Mapping[str, Any] | None = None,
-        **details: Any,
+        evidence: Evidence = None,
+        *,
+        business_outcome: str | None = None,
+        claimed_status: str | None = None,
+        agent: str | None = None,
+        agent_version: str | None = None,
+        at: datetime | None = None,
     ) -> bool:
         """Through the configured OutcomeReporter; without one the report counts as dropped."""
         if self.reporter is None:
             self._counters.add(dropped=1)
             return False
-        return self.reporter.report_outcome(trace_id, status, verified, source, evidence, **details)
+        return self.reporter.report_outcome(
+            trace_id,
+            status,
+            verified,
+            source,
+            evidence,
+            business_outcome=business_outcome,
+            claimed_status=claimed_status,
+            agent=agent,
+            agent_version=agent_version,
+            at=at,
+        )

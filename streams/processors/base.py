@@ -36,3 +36,6 @@ class Processor:
     def tick(self, store: Store, now: datetime) -> list[Event]:
         """Time-driven work (e.g. reporting one-sided joins past their horizon); none by default."""
         return []
+
+    def close(self) -> None:
+        """Release resources (not state) when the runtime stops; nothing by default."""

@@ -33,12 +33,9 @@ class Grader(Processor):
         return f"grader-{self.evaluator_version}"
 
     def handle(self, store: Store, event: Event) -> list[Event]:
-        if isinstance(event, CaseFinished):
-            key = event.case_id
-        elif isinstance(event, TwinCallRecorded):
-            key = event.case_id
-        else:
+        if not isinstance(event, CaseFinished | TwinCallRecorded):
             return []
+        key = event.case_id
         entry = dict(store.get(key) or {"finished": None, "calls": {}})
         if entry.get("done"):
             return []

@@ -33,12 +33,9 @@ class OutcomeJoin(Processor):
         return "outcome-join"
 
     def handle(self, store: Store, event: Event) -> list[Event]:
-        if isinstance(event, SpanRecorded):
-            key = event.trace_id
-        elif isinstance(event, OutcomeVerified):
-            key = event.trace_id
-        else:
+        if not isinstance(event, SpanRecorded | OutcomeVerified):
             return []
+        key = event.trace_id
         entry: dict[str, Any] = dict(store.get(key) or {"claim": None, "tools": {}, "verified": {}, "sent": []})
         if isinstance(event, SpanRecorded):
             attrs = event.attributes

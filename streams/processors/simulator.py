@@ -7,7 +7,7 @@ import json
 from producers.agents.contract import Agent
 from producers.agents.registry import resolve_agent
 from producers.case_spans import case_spans
-from producers.simulator import simulate_case
+from producers.simulator import close_agent, simulate_case
 from streams.convert import case_events
 from streams.events import CasePlanned, Event
 from streams.processors.base import Processor, Store
@@ -27,6 +27,11 @@ class Simulator(Processor):
     @property
     def name(self) -> str:
         return "simulator"
+
+    def close(self) -> None:
+        for agent in self._agents.values():
+            close_agent(agent)
+        self._agents.clear()
 
     def handle(self, store: Store, event: Event) -> list[Event]:
         if not isinstance(event, CasePlanned) or store.get(event.case_id):

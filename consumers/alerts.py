@@ -1,0 +1,179 @@
+"""Contradiction alerts for people: a line (or JSON object) per ContradictionDetected event.
+
+Sources: the embedded log, opened read-only so a tail can run beside the process that writes it
+(ingest, a pipeline run), following new offsets; or a Kafka topic through a consumer group that
+commits after each printed alert. Anything undecodable on the topic is shown as such, never hidden.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from streams.embedded_log import EmbeddedLog, LogRecord
+from streams.events import ContradictionDetected, Event
+from streams.kafka.codec import DecodeError, KafkaCodec
+from streams.kafka.naming import Naming
+from streams.topics import CONTRADICTIONS
+
+TOPIC = CONTRADICTIONS.name
+EMBEDDED_LOG_DIR = "topics-log"  # where EmbeddedRuntime(data_dir) keeps its log
+Emit = Callable[[str], None]
+ShouldStop = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
+
+
+def alert_document(alert: ContradictionDetected) -> dict[str, Any]:
+    """The alert as JSON-ready data (also the webhook body): every field, times in ISO 8601."""
+    doc: dict[str, Any] = {}
+    for key, value in alert.to_record().items():
+        doc[key] = value.isoformat() if isinstance(value, datetime) else value
+    return doc
+
+
+def alert_json(alert: ContradictionDetected) -> str:
+    return json.dumps(alert_document(alert), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def alert_line(alert: ContradictionDetected) -> str:
+    """One human line: when, kind, who, which trace and tool, claimed vs verified, why."""
+    who = " ".join(p for p in (alert.agent, alert.agent_version) if p) or "unknown agent"
+    where = f"trace {alert.trace_id}" + (f" tool {alert.tool}" if alert.tool else "")
+    verdict = f"claimed {alert.claimed_status or '-'}, verified {alert.verified_status or '-'}"
+    if alert.source:
+        verdict += f" ({alert.source})"
+    tenant = f"[{alert.tenant}] " if alert.tenant else ""
+    return f"{alert.detected_at.isoformat()}  {alert.kind.upper()}  {tenant}{who}  {where}  {verdict}: {alert.detail}"
+
+
+@dataclass(frozen=True)
+class TailItem:
+    offset: int
+    alert: ContradictionDetected | None  # None: undecodable or not an alert
+    problem: str | None = None
+
+
+def render(item: TailItem, *, as_json: bool) -> str:
+    if item.alert is None:
+        if as_json:
+            return json.dumps({"offset": item.offset, "undecodable": item.problem}, sort_keys=True)
+        return f"offset {item.offset}: UNDECODABLE {item.problem}"
+    return alert_json(item.alert) if as_json else alert_line(item.alert)
+
+
+def decode_alert(codec: KafkaCodec, value: bytes | None, offset: int) -> TailItem:
+    try:
+        event: Event = codec.decode(value)
+    except DecodeError as exc:
+        return TailItem(offset, None, f"{exc.reason}: {exc}")
+    if not isinstance(event, ContradictionDetected):
+        return TailItem(offset, None, f"UNEXPECTED_EVENT: {event.event_type}")
+    return TailItem(offset, event)
+
+
+def _matches(item: TailItem, tenant: str | None) -> bool:
+    return tenant is None or item.alert is None or item.alert.tenant == tenant
+
+
+def embedded_alerts(
+    data_dir: Path,
+    *,
+    from_offset: int = 0,
+    follow: bool = False,
+    poll_s: float = 0.5,
+    stop: ShouldStop = _never,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[TailItem]:
+    """Alerts of the embedded log under `data_dir` (read-only: no lock taken, nothing committed)."""
+    codec = KafkaCodec(Naming())
+    with EmbeddedLog(data_dir / EMBEDDED_LOG_DIR, read_only=True) as log:
+        offset = from_offset
+        while True:
+            record: LogRecord
+            for record in log.read(TOPIC, offset):
+                yield decode_alert(codec, record.value, record.offset)
+                offset = record.offset + 1
+            if not follow or stop():
+                return
+            sleep(poll_s)
+
+
+def embedded_end(data_dir: Path) -> int:
+    with EmbeddedLog(data_dir / EMBEDDED_LOG_DIR, read_only=True) as log:
+        return log.end_offset(TOPIC)
+
+
+def tail_embedded(
+    data_dir: Path,
+    emit: Emit,
+    *,
+    as_json: bool = False,
+    from_beginning: bool = True,
+    follow: bool = False,
+    tenant: str | None = None,
+    poll_s: float = 0.5,
+    stop: ShouldStop = _never,
+) -> int:
+    """Print alerts (all of them, or only new ones); returns how many lines were emitted."""
+    start = 0 if from_beginning else embedded_end(data_dir)
+    n = 0
+    for item in embedded_alerts(data_dir, from_offset=start, follow=follow, poll_s=poll_s, stop=stop):
+        if _matches(item, tenant):
+            emit(render(item, as_json=as_json))
+            n += 1
+    return n
+
+
+def tail_kafka(
+    bootstrap: str,
+    emit: Emit,
+    *,
+    group: str = "agenttwin-alerts-tail",
+    naming: Naming | None = None,
+    as_json: bool = False,
+    follow: bool = True,
+    idle_s: float = 5.0,
+    max_alerts: int | None = None,
+    tenant: str | None = None,
+    stop: ShouldStop = _never,
+) -> int:
+    """Print alerts from Kafka through consumer group `group`, committing after each printed line.
+
+    Without `follow`, stops once no message arrived for `idle_s` seconds.
+    """
+    from confluent_kafka import Consumer
+
+    from streams.kafka.clients import consumer_config
+
+    names = naming or Naming()
+    codec = KafkaCodec(names)
+    consumer = Consumer(consumer_config(bootstrap, names.group(group)))
+    consumer.subscribe([names.topic(TOPIC)])
+    n, idle_since = 0, time.monotonic()
+    try:
+        while not stop() and (max_alerts is None or n < max_alerts):
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if not follow and time.monotonic() - idle_since >= idle_s:
+                    break
+                continue
+            if msg.error():
+                emit(f"kafka: {msg.error()}")
+                continue
+            idle_since = time.monotonic()
+            item = decode_alert(codec, msg.value(), msg.offset() or 0)
+            if _matches(item, tenant):
+                emit(render(item, as_json=as_json))
+                n += 1
+            consumer.commit(message=msg, asynchronous=False)
+    finally:
+        consumer.close()
+    return n

@@ -1,0 +1,210 @@
+"""The webhook sink: POST each contradiction alert as JSON, retry with bounded exponential backoff,
+and dead-letter what cannot be delivered.
+
+Per alert: up to `attempts` POSTs (connection errors, timeouts, 408, 429 and 5xx are retried; other
+4xx are final at once). An alert that is not delivered goes to the dead-letters topic with stage
+`webhook`, the reason and the original message bytes. The consumer group's offset moves past a message
+only after it was delivered or dead-lettered, so a crash re-sends (receivers dedupe on the
+`Idempotency-Key` header, the alert id) and never loses an alert.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from consumers.alerts import TOPIC, alert_json
+from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
+from streams.embedded_log import LogRecord
+from streams.events import ContradictionDetected, DeadLettered
+from streams.kafka.codec import KafkaCodec, SourceRef
+from streams.kafka.codec import dead_letter as kafka_dead_letter
+from streams.kafka.naming import Naming
+from streams.publisher import Publisher
+
+STAGE = "webhook"
+GROUP = "alerts-webhook"
+UNDELIVERABLE = "WEBHOOK_UNDELIVERABLE"
+REJECTED = "WEBHOOK_REJECTED"
+_RETRYABLE_STATUS = frozenset({408, 425, 429})
+Sleep = Callable[[float], None]
+ShouldStop = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    ok: bool
+    attempts: int
+    reason: str = ""  # dead-letter reason code when not ok
+    detail: str = ""  # the last error
+
+
+@dataclass
+class WebhookStats:
+    delivered: int = 0
+    dead_lettered: int = 0
+    attempts: int = 0
+
+
+class WebhookSender:
+    """POSTs JSON bodies to one URL. `sleep` is injectable so tests do not wait."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        attempts: int = 5,
+        base_delay_s: float = 0.5,
+        max_delay_s: float = 30.0,
+        timeout_s: float = 10.0,
+        headers: dict[str, str] | None = None,
+        sleep: Sleep = time.sleep,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.url = url
+        self.attempts = max(1, attempts)
+        self.base_delay_s, self.max_delay_s = base_delay_s, max_delay_s
+        self.headers = dict(headers or {})
+        self.sleep = sleep
+        self._client = client or httpx.Client(timeout=timeout_s)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def delay(self, attempt: int) -> float:
+        """Backoff before attempt `attempt + 1`: base x 2^(attempt-1), capped."""
+        return float(min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
+
+    def deliver(self, body: str, alert_id: str) -> Delivery:
+        headers = {**self.headers, "Content-Type": "application/json", "Idempotency-Key": alert_id}
+        detail = ""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = self._client.post(self.url, content=body.encode("utf-8"), headers=headers)
+            except httpx.HTTPError as exc:
+                detail = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.is_success:
+                    return Delivery(True, attempt)
+                detail = f"HTTP {response.status_code}"
+                if response.status_code < 500 and response.status_code not in _RETRYABLE_STATUS:
+                    return Delivery(False, attempt, REJECTED, detail)
+            if attempt < self.attempts:
+                self.sleep(self.delay(attempt))
+        return Delivery(False, self.attempts, UNDELIVERABLE, f"{detail} after {self.attempts} attempt(s)")
+
+
+def _letter(letter: DeadLettered, delivery: Delivery) -> DeadLettered:
+    return dataclasses.replace(letter, attempt=delivery.attempts)
+
+
+# --- embedded log -----------------------------------------------------------------------------------------
+
+
+def _handle_embedded(runtime: EmbeddedRuntime, sender: WebhookSender, record: LogRecord, stats: WebhookStats) -> None:
+    try:
+        event = runtime.decode(record)
+    except DecodeError as exc:
+        stats.dead_lettered += 1
+        runtime.publish([dead_letter(STAGE, exc.reason, str(exc), record)])
+        return
+    if not isinstance(event, ContradictionDetected):
+        stats.dead_lettered += 1
+        runtime.publish([dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record)])
+        return
+    delivery = sender.deliver(alert_json(event), event.alert_id)
+    stats.attempts += delivery.attempts
+    if delivery.ok:
+        stats.delivered += 1
+        return
+    stats.dead_lettered += 1
+    runtime.publish([_letter(dead_letter(STAGE, delivery.reason, delivery.detail, record), delivery)])
+
+
+def webhook_embedded(
+    runtime: EmbeddedRuntime,
+    sender: WebhookSender,
+    *,
+    group: str = GROUP,
+    follow: bool = False,
+    poll_s: float = 0.5,
+    stop: ShouldStop = lambda: False,
+) -> WebhookStats:
+    """Deliver the alerts after the group's committed offset, committing after each one."""
+    stats = WebhookStats()
+    log = runtime.log
+    while True:
+        offset = log.committed(group, TOPIC)
+        if TOPIC in log.topics():
+            for record in log.read(TOPIC, offset):
+                _handle_embedded(runtime, sender, record, stats)
+                log.commit(group, TOPIC, record.offset + 1)
+        if not follow or stop():
+            return stats
+        time.sleep(poll_s)
+
+
+# --- Kafka ------------------------------------------------------------------------------------------------
+
+
+def webhook_kafka(
+    bootstrap: str,
+    sender: WebhookSender,
+    dead_letters: Publisher,
+    *,
+    group: str = GROUP,
+    naming: Naming | None = None,
+    follow: bool = True,
+    idle_s: float = 5.0,
+    max_messages: int | None = None,
+    stop: ShouldStop = lambda: False,
+) -> WebhookStats:
+    """The same over a Kafka consumer group; dead letters go through `dead_letters` (durable) before
+    the commit."""
+    from confluent_kafka import Consumer
+
+    from streams.kafka.clients import consumer_config
+
+    names = naming or Naming()
+    codec = KafkaCodec(names)
+    consumer = Consumer(consumer_config(bootstrap, names.group(group)))
+    consumer.subscribe([names.topic(TOPIC)])
+    stats, seen, idle_since = WebhookStats(), 0, time.monotonic()
+    try:
+        while not stop() and (max_messages is None or seen < max_messages):
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if not follow and time.monotonic() - idle_since >= idle_s:
+                    break
+                continue
+            if msg.error():
+                continue
+            idle_since, seen = time.monotonic(), seen + 1
+            value = msg.value() or b""
+            source = SourceRef(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), value)
+            try:
+                event = codec.decode(msg.value())
+            except DecodeError as exc:
+                stats.dead_lettered += 1
+                dead_letters.publish([kafka_dead_letter(STAGE, exc.reason, exc, source)])
+            else:
+                if not isinstance(event, ContradictionDetected):
+                    stats.dead_lettered += 1
+                    dead_letters.publish([kafka_dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, source)])
+                else:
+                    delivery = sender.deliver(alert_json(event), event.alert_id)
+                    stats.attempts += delivery.attempts
+                    if delivery.ok:
+                        stats.delivered += 1
+                    else:
+                        stats.dead_lettered += 1
+                        letter = kafka_dead_letter(STAGE, delivery.reason, delivery.detail, source)
+                        dead_letters.publish([_letter(letter, delivery)])
+            consumer.commit(message=msg, asynchronous=False)
+    finally:
+        consumer.close()
+    return stats

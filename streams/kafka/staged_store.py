@@ -1,0 +1,63 @@
+"""A processor's view of its faust Table: reads go through, writes wait until the outputs are durable.
+
+Order matters for at-least-once: if a "done" marker reached the changelog before the outputs it
+stands for reached their topics, a crash in between would lose those outputs for good (the redelivered
+event would find the marker and emit nothing). So the agent publishes and awaits the outputs first,
+then applies the staged writes; a crash in between only re-emits the same outputs (same event ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+_DELETED = object()
+
+
+class StagedStore(MutableMapping[str, Any]):
+    def __init__(self, table: MutableMapping[str, Any]) -> None:
+        self._table = table
+        self._writes: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._writes:
+            value = self._writes[key]
+            if value is _DELETED:
+                raise KeyError(key)
+            return value
+        return self._table[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._writes[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._writes[key] = _DELETED
+
+    def __iter__(self) -> Iterator[str]:
+        seen = set()
+        for key in list(self._table.keys()):
+            seen.add(key)
+            if self._writes.get(key) is not _DELETED:
+                yield key
+        for key, value in list(self._writes.items()):
+            if key not in seen and value is not _DELETED:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def apply(self) -> int:
+        """Write the staged changes to the table (unchanged values are not rewritten); returns how many."""
+        written = 0
+        for key, value in self._writes.items():
+            if value is _DELETED:
+                if key in self._table:
+                    del self._table[key]
+                    written += 1
+            elif self._table.get(key) != value:
+                self._table[key] = value
+                written += 1
+        self._writes = {}
+        return written
