@@ -39,6 +39,10 @@ integration: install
 e2e: install
 	$(BIN)/pytest -q tests/e2e
 
+## Benchmarks (not timed tests): each figure beside a raw baseline measured in the same run.
+bench: install
+	$(BIN)/python benchmarks/bench_pipeline.py
+
 kafka-up:
 	bash infra/kafka/kafka.sh up
 

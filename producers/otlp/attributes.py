@@ -51,6 +51,8 @@ def to_text(value: AnyValue) -> str:
         return str(value.int_value)
     if kind == "double_value":
         return repr(value.double_value)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
     if kind is None:
         return ""
     return json.dumps(to_python(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -169,7 +169,9 @@ class IngestServer(ThreadingHTTPServer):
 
     def start(self) -> threading.Thread:
         """Serve on a background thread (tests, benchmarks); stop with close()."""
-        thread = threading.Thread(target=self.serve_forever, name="agenttwin-ingest", daemon=True)
+        thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name="agenttwin-ingest", daemon=True
+        )
         thread.start()
         return thread
 

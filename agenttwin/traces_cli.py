@@ -1,0 +1,238 @@
+"""CLI commands for production traces: `agenttwin ingest`, `agenttwin alerts tail`, `agenttwin alerts webhook`.
+
+cli.py calls `register(sub)` with its subparsers; each command sets `func` like the others.
+Embedded by default (the data directory's log); `--kafka BOOTSTRAP` (or KAFKA_BOOTSTRAP_SERVERS) uses Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from agenttwin.errors import CliError
+from agenttwin.render import out
+from agenttwin.settings import Settings, load_settings
+
+DEFAULT_JOIN_EVERY_S = 1.0
+
+
+def register(sub: Any) -> None:
+    """Add `ingest` and `alerts` to the top-level subparsers (argparse's _SubParsersAction)."""
+    add_ingest_parser(sub)
+    add_alerts_parser(sub)
+
+
+def _data_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data-dir", metavar="DIR", help="embedded runtime data (default $AGENTTWIN_DATA_DIR or ~/.agenttwin)"
+    )
+
+
+def _kafka_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kafka", metavar="BOOTSTRAP", help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS)")
+    p.add_argument("--topic-prefix", default="", metavar="PREFIX", help="prefix of the pipeline's Kafka topics")
+
+
+def add_ingest_parser(sub: Any) -> None:
+    from producers.otlp.server import DEFAULT_HOST, DEFAULT_PORT
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "ingest", help="receive OpenTelemetry spans over OTLP/HTTP (POST /v1/traces) from production agents"
+    )
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"interface to listen on (default {DEFAULT_HOST})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--api-keys",
+        metavar="FILE",
+        help="KEY=TENANT lines or a JSON object (also $AGENTTWIN_INGEST_API_KEYS / _API_KEYS_FILE)",
+    )
+    p.add_argument("--max-body-bytes", type=int, default=None, help="largest accepted body (default 4 MiB)")
+    p.add_argument(
+        "--join-every",
+        type=float,
+        default=DEFAULT_JOIN_EVERY_S,
+        metavar="SECONDS",
+        help="embedded only: run the outcome join this often (0 = never; on Kafka the workers run it)",
+    )
+    _kafka_args(p)
+    _data_dir_arg(p)
+    p.set_defaults(func=ingest)
+
+
+def add_alerts_parser(sub: Any) -> None:
+    alerts: argparse.ArgumentParser = sub.add_parser("alerts", help="contradiction alerts: tail them, send them on")
+    alerts_sub = alerts.add_subparsers(dest="alerts_command", required=True, metavar="SUBCOMMAND")
+    tail = alerts_sub.add_parser("tail", help="print contradiction alerts (one line each, or --json)")
+    tail.add_argument("--json", action="store_true", help="one JSON object a line")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new alerts")
+    tail.add_argument("--new", action="store_true", help="embedded: skip the alerts already stored")
+    tail.add_argument("--tenant", help="only this tenant's alerts")
+    tail.add_argument("--group", default="agenttwin-alerts-tail", help="Kafka consumer group")
+    _kafka_args(tail)
+    _data_dir_arg(tail)
+    tail.set_defaults(func=alerts_tail)
+
+    hook = alerts_sub.add_parser("webhook", help="POST each alert as JSON to a URL (retries, dead letters)")
+    hook.add_argument("url", metavar="URL")
+    hook.add_argument("--attempts", type=int, default=5, help="POSTs per alert before dead-lettering (default 5)")
+    hook.add_argument("--base-delay", type=float, default=0.5, help="first backoff in seconds (doubles; default 0.5)")
+    hook.add_argument("--max-delay", type=float, default=30.0, help="backoff cap in seconds (default 30)")
+    hook.add_argument("--timeout", type=float, default=10.0, help="per-request timeout in seconds (default 10)")
+    hook.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help="extra header")
+    hook.add_argument("-f", "--follow", action="store_true", help="keep delivering new alerts")
+    hook.add_argument("--group", default="alerts-webhook", help="consumer group (its committed offsets)")
+    _kafka_args(hook)
+    _data_dir_arg(hook)
+    hook.set_defaults(func=alerts_webhook)
+
+
+def _data_dir(args: argparse.Namespace, settings: Settings) -> Path:
+    given = getattr(args, "data_dir", None)
+    return Path(given).expanduser() if given else settings.resolved_data_dir
+
+
+def _bootstrap(args: argparse.Namespace, settings: Settings) -> str | None:
+    return getattr(args, "kafka", None) or settings.kafka_bootstrap_servers
+
+
+def ingest(args: argparse.Namespace) -> int:
+    from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
+    from producers.otlp.live import LiveProcessor
+    from producers.otlp.publishing import SerializedPublisher
+    from producers.otlp.server import TRACES_PATH, make_server
+    from streams.processors.outcome_join import OutcomeJoin
+
+    settings, ingest_settings = load_settings(), IngestSettings()
+    try:
+        keys = load_api_keys(ingest_settings, Path(args.api_keys) if args.api_keys else None)
+    except KeyFileError as exc:
+        raise CliError(str(exc)) from None
+    if not len(keys):
+        raise CliError("no API keys: pass --api-keys FILE or set AGENTTWIN_INGEST_API_KEYS (KEY=TENANT,...)")
+    max_body = args.max_body_bytes or ingest_settings.max_body_bytes
+    bootstrap = _bootstrap(args, settings)
+    stop = threading.Event()
+    closers: list[Any] = []
+    if bootstrap:
+        from streams.kafka.clients import ensure_topics
+        from streams.kafka.naming import Naming
+        from streams.kafka.publisher import KafkaPublisher
+
+        naming = Naming(args.topic_prefix)
+        ensure_topics(bootstrap, naming)
+        kafka = KafkaPublisher(bootstrap, naming)
+        closers.append(kafka)
+        publisher = SerializedPublisher(kafka)
+        where = f"Kafka {bootstrap}"
+    else:
+        from streams.embedded import EmbeddedRuntime
+
+        data_dir = _data_dir(args, settings)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        runtime = EmbeddedRuntime(data_dir)
+        closers.append(runtime)
+        publisher = SerializedPublisher(runtime)
+        where = f"embedded log {data_dir}"
+        if args.join_every > 0:
+            LiveProcessor(runtime, OutcomeJoin(), publisher).run_every(args.join_every, stop)
+            where += f", outcome join every {args.join_every:g} s"
+    server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body)
+    out(f"agenttwin ingest: {server.url}{TRACES_PATH} ({len(keys)} API key(s); {where})")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    finally:
+        stop.set()
+        server.server_close()
+        for closer in closers:
+            closer.close()
+    return 0
+
+
+def alerts_tail(args: argparse.Namespace) -> int:
+    from consumers.alerts import tail_embedded, tail_kafka
+
+    settings = load_settings()
+    bootstrap = _bootstrap(args, settings)
+
+    def emit(line: str) -> None:
+        out(line)
+        sys.stdout.flush()
+
+    if bootstrap:
+        from streams.kafka.naming import Naming
+
+        tail_kafka(
+            bootstrap,
+            emit,
+            group=args.group,
+            naming=Naming(args.topic_prefix),
+            as_json=args.json,
+            follow=args.follow,
+            tenant=args.tenant,
+        )
+        return 0
+    tail_embedded(
+        _data_dir(args, settings),
+        emit,
+        as_json=args.json,
+        from_beginning=not args.new,
+        follow=args.follow,
+        tenant=args.tenant,
+    )
+    return 0
+
+
+def parse_headers(values: list[str]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, colon, text = value.partition(":")
+        if not colon or not name.strip():
+            raise CliError(f"--header {value!r}: expected 'NAME: VALUE'")
+        headers[name.strip()] = text.strip()
+    return headers
+
+
+def alerts_webhook(args: argparse.Namespace) -> int:
+    from consumers.webhook import WebhookSender, WebhookStats, webhook_embedded, webhook_kafka
+    from streams._log_support import LogLockedError
+
+    settings = load_settings()
+    bootstrap = _bootstrap(args, settings)
+    sender = WebhookSender(
+        args.url,
+        attempts=args.attempts,
+        base_delay_s=args.base_delay,
+        max_delay_s=args.max_delay,
+        timeout_s=args.timeout,
+        headers=parse_headers(args.header),
+    )
+    stats: WebhookStats
+    try:
+        if bootstrap:
+            from streams.kafka.naming import Naming
+            from streams.kafka.publisher import KafkaPublisher
+
+            naming = Naming(args.topic_prefix)
+            with KafkaPublisher(bootstrap, naming) as dead_letters:
+                stats = webhook_kafka(
+                    bootstrap, sender, dead_letters, group=args.group, naming=naming, follow=args.follow
+                )
+        else:
+            from streams.embedded import EmbeddedRuntime
+
+            try:
+                runtime = EmbeddedRuntime(_data_dir(args, settings))
+            except LogLockedError as exc:
+                raise CliError(
+                    f"{exc}; on the embedded log run the webhook when nothing else writes, or use --kafka"
+                ) from None
+            with runtime:
+                stats = webhook_embedded(runtime, sender, group=args.group, follow=args.follow)
+    finally:
+        sender.close()
+    out(f"delivered {stats.delivered}, dead-lettered {stats.dead_lettered} ({stats.attempts} POST attempt(s))")
+    return 0

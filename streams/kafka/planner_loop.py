@@ -1,0 +1,198 @@
+"""The planner on a transactional consume-transform-produce loop (confluent-kafka, not faust EOS).
+
+A batch of requests, every output (PairPlanned + both sides' CasePlanned, dead letters) and the
+consumer offsets commit in ONE Kafka transaction: read_committed readers see a pair whole or not at
+all, and a crash never leaves half a pair. The planner's store (evaluation id -> request hash) is
+rebuilt on assignment by re-planning the committed history of the partition (outputs discarded), so a
+retried request after a restart still finds its pair and yields nothing new.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from streams.embedded import DecodeError
+from streams.events import EvaluationRequested, Event
+from streams.kafka.clients import consumer_config, producer_config
+from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
+from streams.kafka.naming import Naming
+from streams.kafka.thread_loop import ThreadLoop
+from streams.processors.planner import Planner
+
+log = logging.getLogger(__name__)
+
+TXN_TIMEOUT_S = 30.0
+BATCH = 100
+MAX_BACKOFF_S = 5.0
+
+
+def source_of(msg: Message) -> SourceRef:
+    value = msg.value()
+    return SourceRef(str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0), msg.key(), value or b"")
+
+
+class PlannerLoop(ThreadLoop):
+    def __init__(self, bootstrap: str, naming: Naming, *, planner: Planner | None = None) -> None:
+        self.planner = planner or Planner()
+        super().__init__(naming.group(self.planner.name))
+        self.bootstrap = bootstrap
+        self.naming = naming
+        self.codec = KafkaCodec(naming)
+        self.store: dict[str, Any] = {}
+        self.topic = naming.topic("evaluations")
+
+    def _new_producer(self) -> Producer:
+        producer = Producer(
+            producer_config(
+                self.bootstrap,
+                **{"transactional.id": self.naming.transactional_id(self.planner.name), "linger.ms": 1},
+            )
+        )
+        producer.init_transactions(TXN_TIMEOUT_S)
+        return producer
+
+    def run(self) -> None:
+        consumer = Consumer(consumer_config(self.bootstrap, self.name))
+        producer = self._new_producer()
+        consumer.subscribe([self.topic], on_assign=self._rebuild)
+        try:
+            while not self.stopping:
+                msgs = [m for m in consumer.consume(num_messages=BATCH, timeout=0.5) if not self._is_error(m)]
+                if msgs:
+                    producer = self._transact(producer, consumer, msgs)
+        finally:
+            consumer.close()
+            producer.flush(TXN_TIMEOUT_S)
+
+    def _is_error(self, msg: Message) -> bool:
+        err = msg.error()
+        if err is not None:
+            log.warning("%s: consumer error: %s", self.name, err)
+        return err is not None
+
+    def _outputs(self, msg: Message) -> list[Event]:
+        source = source_of(msg)
+        try:
+            event = self.codec.decode(msg.value())
+        except DecodeError as exc:
+            return [dead_letter(self.planner.name, exc.reason, exc, source)]
+        try:
+            return self.planner.handle(self.store, event)
+        except Exception as exc:  # the stream boundary: a poison request is dead-lettered
+            return [dead_letter(self.planner.name, "PROCESSING_ERROR", exc, source)]
+
+    def _transact(self, producer: Producer, consumer: Consumer, msgs: Sequence[Message]) -> Producer:
+        """Process a batch in one transaction; on failure undo the store, abort and redo the batch."""
+        snapshot = dict(self.store)
+        offsets: dict[tuple[str, int], int] = {}
+        for m in msgs:
+            offsets[(str(m.topic()), int(m.partition() or 0))] = int(m.offset() or 0) + 1
+        delay = 0.2
+        while True:
+            produced = 0
+            try:
+                producer.begin_transaction()
+                for m in msgs:
+                    for event in self._outputs(m):
+                        out = self.codec.encode(event)
+                        self._produce(producer, out.topic, out.key, out.value, out.headers)
+                        produced += 1
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                    consumer.consumer_group_metadata(),
+                    TXN_TIMEOUT_S,
+                )
+                self._commit(producer)
+                self.progress.tick(handled=len(msgs), produced=produced)
+                return producer
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                log.warning("%s: transaction failed (%s); redoing the batch", self.name, err)
+                self.store = dict(snapshot)
+                if err.fatal():
+                    producer = self._new_producer()  # init_transactions fences the old instance
+                else:
+                    self._abort(producer)
+                if self.wait(delay):
+                    raise
+                delay = min(delay * 2, MAX_BACKOFF_S)
+
+    @staticmethod
+    def _produce(producer: Producer, topic: str, key: bytes, value: bytes, headers: Any) -> None:
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, headers=headers)
+                return
+            except BufferError:
+                producer.poll(0.1)
+
+    def _commit(self, producer: Producer) -> None:
+        while True:
+            try:
+                producer.commit_transaction(TXN_TIMEOUT_S)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or self.stopping:
+                    raise
+                time.sleep(0.2)
+
+    def _abort(self, producer: Producer) -> None:
+        while True:
+            try:
+                producer.abort_transaction(TXN_TIMEOUT_S)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or self.stopping:
+                    raise
+                time.sleep(0.2)
+
+    def _rebuild(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Re-plan each assigned partition's committed history into the store (outputs discarded)."""
+        committed = {
+            tp.partition: tp.offset for tp in consumer.committed(partitions, timeout=TXN_TIMEOUT_S) if tp.offset > 0
+        }
+        if not committed:
+            return
+        reader = Consumer(consumer_config(self.bootstrap, self.name + "-rebuild"))
+        try:
+            reader.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in committed])
+            left = dict(committed)
+            deadline = time.monotonic() + TXN_TIMEOUT_S
+            while left and time.monotonic() < deadline:
+                for msg in reader.consume(num_messages=BATCH, timeout=0.5):
+                    if msg.error() is not None:
+                        continue
+                    p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+                    if p not in left or offset >= left[p]:
+                        continue
+                    if offset + 1 >= left[p]:
+                        del left[p]
+                    self._replay(msg)
+            if left:
+                raise TimeoutError(f"{self.name}: could not re-read partitions {sorted(left)} to rebuild")
+        finally:
+            reader.close()
+
+    def _replay(self, msg: Message) -> None:
+        try:
+            event = self.codec.decode(msg.value())
+        except DecodeError:
+            return  # dead-lettered when it was first consumed
+        if isinstance(event, EvaluationRequested):
+            try:
+                self.planner.handle(self.store, event)
+            except Exception:  # noqa: S110 - dead-lettered when it was first consumed; history only
+                pass

@@ -1,0 +1,97 @@
+"""Reading topics back: tail a topic's committed events incrementally, and check consumer-group lag."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Self
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from streams.embedded import DecodeError
+from streams.events import Event
+from streams.kafka.clients import consumer_config
+from streams.kafka.codec import KafkaCodec
+from streams.kafka.naming import Naming
+from streams.topics import TOPIC_BY_NAME
+
+READ_TIMEOUT_S = 30.0
+
+
+class TopicTail:
+    """Every committed event of some topics from offset 0; `read_new()` returns what arrived since."""
+
+    def __init__(self, bootstrap: str, naming: Naming, topics: Sequence[str]) -> None:
+        self.codec = KafkaCodec(naming)
+        self._consumer = Consumer(
+            consumer_config(bootstrap, naming.group("reader"), **{"enable.partition.eof": True})
+        )
+        parts = [
+            TopicPartition(naming.topic(t), p, OFFSET_BEGINNING)
+            for t in topics
+            for p in range(TOPIC_BY_NAME[t].partitions)
+        ]
+        self._at_end = {(tp.topic, tp.partition): False for tp in parts}
+        self._consumer.assign(parts)
+        self.undecodable = 0
+
+    def read_new(self, timeout_s: float = READ_TIMEOUT_S) -> list[Event]:
+        """Consume until every partition reported its end (read_committed: the last stable offset)."""
+        out: list[Event] = []
+        deadline = time.monotonic() + timeout_s
+        quiet = False
+        while time.monotonic() < deadline:
+            msgs = self._consumer.consume(num_messages=1000, timeout=0.1)
+            for msg in msgs:
+                err = msg.error()
+                key = (str(msg.topic()), int(msg.partition() or 0))
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        self._at_end[key] = True
+                    continue
+                self._at_end[key] = False
+                try:
+                    out.append(self.codec.decode(msg.value()))
+                except DecodeError:
+                    self.undecodable += 1
+            if all(self._at_end.values()):
+                if not msgs and quiet:
+                    return out
+                quiet = not msgs
+        raise TimeoutError(f"topics not read to their end within {timeout_s} s")
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def read_all(bootstrap: str, naming: Naming, topics: Sequence[str]) -> list[Event]:
+    with TopicTail(bootstrap, naming, topics) as tail:
+        return tail.read_new()
+
+
+def group_lag(bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    """Messages each consumer group (logical name -> logical input topics) has not committed yet."""
+    lags: dict[str, int] = {}
+    for group, topics in groups.items():
+        consumer = Consumer(consumer_config(bootstrap, naming.group(group)))
+        try:
+            parts = [
+                TopicPartition(naming.topic(t), p) for t in topics for p in range(TOPIC_BY_NAME[t].partitions)
+            ]
+            lag = 0
+            for tp in consumer.committed(parts, timeout=READ_TIMEOUT_S):
+                _low, high = consumer.get_watermark_offsets(tp, timeout=READ_TIMEOUT_S)
+                lag += max(0, high - max(tp.offset, 0))
+            lags[group] = lag
+        finally:
+            consumer.close()
+    return lags
