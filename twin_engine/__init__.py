@@ -3,7 +3,6 @@
 from twin_engine.adapters import AdapterCall, AdapterRegistry, AdapterResult
 from twin_engine.canonical import canonical_json, sha256_hex, state_hash
 from twin_engine.case import TwinCase
-from twin_engine.client import CaseToolClient
 from twin_engine.compare import Comparison, check, comparators_of
 from twin_engine.errors import DefinitionError, TwinError
 from twin_engine.faults import FAULT_TYPES, FAULTS, case_seed
@@ -23,7 +22,6 @@ __all__ = [
     "AdapterRegistry",
     "AdapterResult",
     "CallRecord",
-    "CaseToolClient",
     "Comparison",
     "DefinitionError",
     "RetrievalRecord",

@@ -92,9 +92,7 @@ class TwinCase:
         self.adapters = adapters
         base = twin.initial_state
         self._initial: dict[str, Any] = (
-            merge_patch(base, scenario.state_patch)
-            if scenario.state_patch is not None
-            else copy.deepcopy(base)
+            merge_patch(base, scenario.state_patch) if scenario.state_patch is not None else copy.deepcopy(base)
         )
         self._state: dict[str, Any] = copy.deepcopy(self._initial)
         self._seq = 0
@@ -218,9 +216,7 @@ class TwinCase:
         fault: FaultBehavior | None,
     ) -> _Outcome:
         """Idempotency lookup, tenant check, handler, output schema, commit (spec §2.8 step 4-5)."""
-        env = replace(
-            env, state=self._state
-        )  # the state as it is now (an earlier delivery may have changed it)
+        env = replace(env, state=self._state)  # the state as it is now (an earlier delivery may have changed it)
         args_hash = sha256_hex(args)
         if key is not None:
             slot = self._slots.get((tdef.name, key))
@@ -332,9 +328,7 @@ class TwinCase:
                 return _failure_outcome(failure)
         return _Outcome(error.status, body, headers, error_code=error.code)
 
-    def _transform(
-        self, tdef: ToolDef, out: _Outcome, fault: FaultBehavior | None, env: TemplateEnv
-    ) -> _Outcome:
+    def _transform(self, tdef: ToolDef, out: _Outcome, fault: FaultBehavior | None, env: TemplateEnv) -> _Outcome:
         """Post-execution faults: what the caller sees instead of the real reply."""
         if fault is None:
             return out
@@ -449,9 +443,7 @@ class TwinCase:
             idempotency_key=key,
         )
 
-    def _effect_key(
-        self, tdef: ToolDef | None, args: Any, key: str | None, seq: int, call_number: int
-    ) -> str | None:
+    def _effect_key(self, tdef: ToolDef | None, args: Any, key: str | None, seq: int, call_number: int) -> str | None:
         if tdef is None or tdef.effect_key is None or not isinstance(args, dict):
             return None
         env = TemplateEnv(

@@ -69,9 +69,7 @@ def validate_document(doc: LoadedDocument, schema_name: str) -> None:
         return
     located = [(doc.line_for(_error_path(e)) or 0, -len(_error_path(e)), _message(e), e) for e in errors]
     line, _, message, error = min(located, key=lambda item: item[:3])
-    raise DefinitionError(
-        message, path=render_path(_error_path(error)), file=doc.source_name, line=line or None
-    )
+    raise DefinitionError(message, path=render_path(_error_path(error)), file=doc.source_name, line=line or None)
 
 
 def located_error(doc: LoadedDocument, path: DocPath, message: str) -> DefinitionError:
@@ -213,9 +211,7 @@ class Scenario:
     source: str
 
 
-def load_scenario(
-    path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None = None
-) -> Scenario:
+def load_scenario(path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None = None) -> Scenario:
     return _load_scenario(path, twin)[0]
 
 
@@ -282,9 +278,7 @@ def _load_scenario(
     return _scenario_from_document(doc, twin), doc
 
 
-def _scenario_from_document(
-    doc: LoadedDocument, twin: Twin | LoadedDocument | Mapping[str, Any] | None
-) -> Scenario:
+def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | Mapping[str, Any] | None) -> Scenario:
     data: dict[str, Any] = doc.data
     meta, spec = data["metadata"], data["spec"]
     expectations = _expectations_with_ids(doc, spec["expectations"])
@@ -318,9 +312,7 @@ def _scenario_from_document(
         twin=spec.get("twin"),
         message=scenario_input["message"],
         context=copy.deepcopy(scenario_input.get("context", {})),
-        documents=tuple(
-            {**d, "trusted": d.get("trusted", False)} for d in scenario_input.get("documents", [])
-        ),
+        documents=tuple({**d, "trusted": d.get("trusted", False)} for d in scenario_input.get("documents", [])),
         state=copy.deepcopy(spec.get("state", {})),
         allowed_tools=tuple(allowed) if allowed is not None else None,
         covers=tuple(spec.get("covers", [])),
@@ -336,9 +328,7 @@ def _scenario_from_document(
     return scenario
 
 
-def _expectations_with_ids(
-    doc: LoadedDocument, items: Iterable[dict[str, Any]]
-) -> tuple[dict[str, Any], ...]:
+def _expectations_with_ids(doc: LoadedDocument, items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     out: list[dict[str, Any]] = []
     first_index: dict[str, int] = {}
     for index, item in enumerate(items):

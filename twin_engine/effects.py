@@ -62,9 +62,7 @@ def compile_effect(raw: dict[str, Any], where: str) -> Effect:
 
 
 def _effect_error(index: int, effect: Effect, why: str) -> ToolFailure:
-    return ToolFailure(
-        500, "TWIN_EFFECT_ERROR", f"Effect {index + 1} ({effect.op} {effect.path}) failed: {why}."
-    )
+    return ToolFailure(500, "TWIN_EFFECT_ERROR", f"Effect {index + 1} ({effect.op} {effect.path}) failed: {why}.")
 
 
 def apply_effect(state: dict[str, Any], effect: Effect, env: TemplateEnv, index: int = 0) -> None:

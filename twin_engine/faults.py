@@ -70,9 +70,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         FaultSpec(
             "permanent_unavailable",
             "none",
-            ErrorSpec(
-                503, "PERMANENTLY_UNAVAILABLE", "The service is permanently unavailable; do not retry."
-            ),
+            ErrorSpec(503, "PERMANENTLY_UNAVAILABLE", "The service is permanently unavailable; do not retry."),
         ),
         FaultSpec(
             "non_retryable_error",
@@ -90,9 +88,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         FaultSpec(
             "inconsistent_state",
             "first_effect",
-            ErrorSpec(
-                500, "INCONSISTENT_STATE", "The operation failed after partially applying its changes."
-            ),
+            ErrorSpec(500, "INCONSISTENT_STATE", "The operation failed after partially applying its changes."),
             error_only_on_success=True,
         ),
         FaultSpec("success_without_mutation", "discarded"),
@@ -187,9 +183,7 @@ def retry_after_text(seconds: float) -> str:
     return f"{seconds:g}"
 
 
-def compile_fault_rules(
-    raw: Iterable[Mapping[str, Any]], where: str = "spec.faults"
-) -> tuple[FaultRule, ...]:
+def compile_fault_rules(raw: Iterable[Mapping[str, Any]], where: str = "spec.faults") -> tuple[FaultRule, ...]:
     """Check and compile a scenario's `spec.faults` (already schema-valid)."""
     rules: list[FaultRule] = []
     for index, item in enumerate(raw):

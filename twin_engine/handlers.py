@@ -131,9 +131,7 @@ def compile_handler(raw: dict[str, Any], where: str) -> Handler:
         _path_template(path, f"{where}.path")
     if kind == "read" and not path:
         raise DefinitionError("a read handler needs a path", path=f"{where}.path")
-    effects = tuple(
-        compile_effect(e, f"{where}.effects[{i}]") for i, e in enumerate(raw.get("effects") or ())
-    )
+    effects = tuple(compile_effect(e, f"{where}.effects[{i}]") for i, e in enumerate(raw.get("effects") or ()))
     if kind == "mutate" and not effects:
         raise DefinitionError("a mutate handler needs at least one effect", path=f"{where}.effects")
     conditions = tuple(
@@ -147,9 +145,7 @@ def compile_handler(raw: dict[str, Any], where: str) -> Handler:
         match = fx.get("match") or {}
         if not isinstance(match, dict):
             raise DefinitionError("a fixture match must be an object", path=f"{where}.fixtures[{i}].match")
-        error = (
-            _error_spec(fx["error"], ErrorSpec(500, "ERROR", "The tool failed.")) if fx.get("error") else None
-        )
+        error = _error_spec(fx["error"], ErrorSpec(500, "ERROR", "The tool failed.")) if fx.get("error") else None
         fixtures.append(Fixture(match, int(fx.get("status", 200)), fx.get("response"), error))
     if kind == "recorded" and not fixtures:
         raise DefinitionError("a recorded handler needs fixtures", path=f"{where}.fixtures")

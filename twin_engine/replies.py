@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from producers.agents.contract import TRANSPORT_BROKEN, TRANSPORT_DROPPED, TRANSPORT_MALFORMED, ToolReply
 from twin_engine.records import CallRecord
+from twin_engine.tool_api import TRANSPORT_BROKEN, TRANSPORT_DROPPED, TRANSPORT_MALFORMED, ToolReply
 
 TRANSPORTS = ("dropped", "partial", "malformed")
 _TRANSPORT_ERRORS = {

@@ -282,9 +282,7 @@ def parse_path_template(template: str) -> tuple[_SegmentTemplate, ...]:
                 joined[-1] += part
             else:
                 joined.append(part)
-        if seg.index and not (
-            len(joined) == 1 and (isinstance(joined[0], Placeholder) or _is_int(joined[0]))
-        ):
+        if seg.index and not (len(joined) == 1 and (isinstance(joined[0], Placeholder) or _is_int(joined[0]))):
             raise TemplateSyntaxError(f"an index must be a number or one placeholder in {template!r}")
         merged.append(_SegmentTemplate(tuple(joined), seg.index))
     return tuple(merged)

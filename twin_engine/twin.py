@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from producers.agents.contract import ToolSpec
 from twin_engine.adapters import AdapterRegistry
 from twin_engine.canonical import canonical_bytes, sha256_hex
 from twin_engine.errors import DefinitionError
 from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
 from twin_engine.handlers import Handler, compile_handler
 from twin_engine.templates import TemplateSyntaxError, check_path_template, check_template
+from twin_engine.tool_api import ToolSpec
 
 if TYPE_CHECKING:
     from twin_engine.case import TwinCase

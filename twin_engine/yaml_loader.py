@@ -118,14 +118,10 @@ def load_document_file(path: str | Path, *, max_bytes: int, require_mapping: boo
     return load_document_text(text, name, max_bytes=max_bytes, require_mapping=require_mapping)
 
 
-def load_document_text(
-    text: str, source_name: str, *, max_bytes: int, require_mapping: bool = True
-) -> LoadedDocument:
+def load_document_text(text: str, source_name: str, *, max_bytes: int, require_mapping: bool = True) -> LoadedDocument:
     """Parse YAML (or JSON, which is YAML) text into plain JSON-like values with a line map."""
     if len(text.encode("utf-8")) > max_bytes:
-        raise DefinitionError(
-            f"the document is larger than the limit of {_size(max_bytes)}", file=source_name
-        )
+        raise DefinitionError(f"the document is larger than the limit of {_size(max_bytes)}", file=source_name)
     json_data, is_json = _try_json(text)
     lines: dict[DocPath, int] = {}
     # Valid JSON has no literal tabs inside strings, so tabs are whitespace and can be replaced for YAML.
@@ -180,16 +176,12 @@ class _Walker:
         self.lines = lines
 
     def fail(self, message: str, node: Node, path: DocPath) -> DefinitionError:
-        return DefinitionError(
-            message, path=render_path(path), file=self.source_name, line=node.start_mark.line + 1
-        )
+        return DefinitionError(message, path=render_path(path), file=self.source_name, line=node.start_mark.line + 1)
 
     def build(self, node: Node, path: DocPath) -> Any:
         anchor = self.loader.anchored.get(id(node))
         if anchor is not None:
-            raise self.fail(
-                f"YAML anchors are not allowed (found &{anchor}); write the value out", node, path
-            )
+            raise self.fail(f"YAML anchors are not allowed (found &{anchor}); write the value out", node, path)
         if isinstance(node, MappingNode):
             return self._mapping(node, path)
         if isinstance(node, SequenceNode):
@@ -236,9 +228,7 @@ class _Walker:
         if tag in (_TAG + "null", _TAG + "bool", _TAG + "int", _TAG + "float"):
             value = self.loader.construct_object(node)
             if isinstance(value, float) and not math.isfinite(value):
-                raise self.fail(
-                    f"'{node.value}' is not a finite number (JSON has no NaN or infinity)", node, path
-                )
+                raise self.fail(f"'{node.value}' is not a finite number (JSON has no NaN or infinity)", node, path)
             return value
         raise self.fail(f"unsupported YAML tag {tag!r}", node, path)
 

@@ -5,57 +5,39 @@ Everything in AgentResult is a *claim*. Grading reads the twin's records, never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+from twin_engine.tool_api import (
+    TRANSPORT_BROKEN,
+    TRANSPORT_DROPPED,
+    TRANSPORT_MALFORMED,
+    TRANSPORT_TIMEOUT,
+    TRANSPORT_UNREACHABLE,
+    ToolReply,
+    ToolSpec,
+)
+
+__all__ = [
+    "AGENT_STATUSES",
+    "TRANSPORT_BROKEN",
+    "TRANSPORT_DROPPED",
+    "TRANSPORT_MALFORMED",
+    "TRANSPORT_TIMEOUT",
+    "TRANSPORT_UNREACHABLE",
+    "Agent",
+    "AgentRequest",
+    "AgentResult",
+    "AgentRunError",
+    "ClaimedCall",
+    "ToolClient",
+    "ToolReply",
+    "ToolSpec",
+]
 
 JSON = Any
 
-# Transport-level outcomes a tool client can report instead of an HTTP reply.
-TRANSPORT_TIMEOUT = "TIMEOUT"
-TRANSPORT_UNREACHABLE = "UNREACHABLE"
-TRANSPORT_DROPPED = "CONNECTION_DROPPED"
-TRANSPORT_BROKEN = "BROKEN_RESPONSE"
-TRANSPORT_MALFORMED = "MALFORMED_RESPONSE"
-
 AGENT_STATUSES = ("completed", "step_limit", "tool_limit", "time_limit")
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    risk: str
-    input_schema: dict[str, JSON] | None = None
-
-
-@dataclass(frozen=True)
-class ToolReply:
-    """What the agent sees of one tool call. `body` is the parsed JSON body, if any arrived intact."""
-
-    http_status: int  # 0 when nothing arrived
-    body: JSON = None
-    headers: dict[str, str] = field(default_factory=dict)
-    transport_error: str | None = None  # one of the TRANSPORT_* codes
-    delay_ms: int = 0  # latency the twin injected (recorded, not slept, in simulations)
-
-    @property
-    def ok(self) -> bool:
-        return self.transport_error is None and 200 <= self.http_status < 300
-
-    @property
-    def result(self) -> JSON:
-        if isinstance(self.body, dict):
-            return self.body.get("result")
-        return None
-
-    @property
-    def error_code(self) -> str | None:
-        if self.transport_error is not None:
-            return self.transport_error
-        if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
-            code = self.body["error"].get("code")
-            return str(code) if code is not None else None
-        return None
 
 
 class ToolClient(Protocol):

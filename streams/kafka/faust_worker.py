@@ -64,11 +64,13 @@ class FaustWorker:
         self._ticked_at: datetime | None = None
         self._failure: BaseException | None = None
         self._outputs: dict[str, Any] = {}
+        datadir = data_dir / "faust" / self.name
+        datadir.mkdir(parents=True, exist_ok=True)
         self.app = faust.App(
             self.name,
             broker=f"kafka://{bootstrap}",
             store="memory://",
-            datadir=str(data_dir / "faust" / self.name),
+            datadir=str(datadir),
             web_enabled=False,
             topic_partitions=n,
             topic_replication_factor=1,

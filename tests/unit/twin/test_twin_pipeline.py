@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from producers.agents.contract import ToolReply
-from twin_engine import CaseToolClient, ScenarioConfig, Twin, call_status, case_seed
+from producers.tool_client import InProcessToolClient
+from twin_engine import ScenarioConfig, Twin, call_status, case_seed
 
 REFUND = {"order_id": "ORD-1001", "amount": 40, "idempotency_key": "refund-ORD-1001-40.00"}
 
@@ -309,9 +310,9 @@ def test_call_status_mapping(status: int, code: str | None, transport: str | Non
     assert call_status(status, code, transport) == expected
 
 
-def test_case_tool_client(demo_twin: Twin) -> None:
+def test_in_process_tool_client(demo_twin: Twin) -> None:
     case = demo_twin.new_case(tenant="demo-co")
-    client = CaseToolClient(case)
+    client = InProcessToolClient(case)
     reply = client.call("lookup_order", {"order_id": "ORD-1001"})
     assert isinstance(reply, ToolReply)
     assert reply.result["refund_count"] == 0
