@@ -87,6 +87,18 @@ def _parser() -> argparse.ArgumentParser:
     _data_dir_arg(tail)
     tail.set_defaults(func=pipeline_commands.events_tail)
 
+    rv = sub.add_parser("review", help="a person overrides one expectation result on one side (with a note)")
+    rv.add_argument("--evaluation-id", required=True)
+    rv.add_argument("--scenario", required=True)
+    rv.add_argument("--side", required=True, choices=("baseline", "candidate"))
+    rv.add_argument("--expectation", required=True, metavar="ID")
+    rv.add_argument("--status", required=True, choices=("pass", "fail"))
+    rv.add_argument("--note", required=True, help="why (mandatory; kept with the review)")
+    rv.add_argument("--reviewer", required=True)
+    rv.add_argument("--evaluator-version", default=None)
+    _data_dir_arg(rv)
+    rv.set_defaults(func=pipeline_commands.review)
+
     da = sub.add_parser("demo-agent", help="the Demo Co agent behind the HTTP agent interface")
     da_sub = da.add_subparsers(dest="demo_agent_command", required=True, metavar="SUBCOMMAND")
     serve = da_sub.add_parser("serve", help="serve POST /run on host:port (blocks until Ctrl-C)")

@@ -273,3 +273,66 @@ def _summary(record: dict[str, Any]) -> str:
         text = str(v)
         parts.append(f"{k}={text if len(text) <= 40 else text[:39] + '…'}")
     return " ".join(parts[:8])
+
+
+def review(args: argparse.Namespace) -> int:
+    """Record a person's override of one expectation on one side, then re-compare that case."""
+    from datetime import UTC, datetime
+
+    from evaluation.review import Review, ReviewError
+    from streams import ids
+    from streams.events import CaseVerdicted, HumanReviewed
+
+    version = _version(args.evaluator_version)
+    side = args.side.upper()
+    created_at = datetime.now(UTC)  # a person's act: its time is when it happened
+    try:
+        Review(side, args.expectation, args.status.upper(), args.note, args.reviewer, created_at, args.scenario)
+    except ReviewError as exc:
+        raise CliError(str(exc)) from None
+    settings, emb = _open(args)
+    with emb:
+        verdicts = [
+            e
+            for e in emb.runtime.read_events("verdicts")
+            if isinstance(e, CaseVerdicted)
+            and (e.evaluation_id, e.scenario_name, e.side, e.evaluator_version)
+            == (args.evaluation_id, args.scenario, side, version)
+        ]
+        if not verdicts:
+            raise CliError(
+                f"no {side.lower()} verdict of scenario {args.scenario!r} in evaluation {args.evaluation_id!r}"
+                f" under evaluator {version}"
+            )
+        known = {r["expectation"]["id"] for r in json.loads(verdicts[0].graded_json)["results"]}
+        if args.expectation not in known:
+            raise CliError(
+                f"no expectation {args.expectation!r} in that case; expectations: {', '.join(sorted(known))}"
+            )
+        event = HumanReviewed(
+            event_id=ids.event_id(
+                "HumanReviewed", args.evaluation_id, args.scenario, side, args.expectation, created_at
+            ),
+            occurred_at=created_at,
+            correlation_id=args.evaluation_id,
+            review_id=ids.event_id("review", args.evaluation_id, args.scenario, side, args.expectation, created_at),
+            evaluation_id=args.evaluation_id,
+            scenario_name=args.scenario,
+            side=side,
+            expectation_id=args.expectation,
+            status=args.status.upper(),
+            note=args.note,
+            reviewer=args.reviewer,
+            created_at=created_at,
+        )
+        emb.runtime.publish([event])
+        run_pipeline(emb, [version], judge_refiner(settings), simulate=False)
+        row = emb.warehouse.query(
+            "SELECT classification, reason FROM v_comparisons "
+            f"WHERE evaluation_id = {lit(args.evaluation_id)} AND scenario_name = {lit(args.scenario)} "
+            f"AND evaluator_version = {lit(version)}"
+        ).rows
+    out(f"Review saved: {side.lower()} {args.expectation} -> {args.status.upper()} ({args.reviewer}: {args.note})")
+    if row:
+        out(f"The case is now {row[0][0]}: {row[0][1]}")
+    return 0

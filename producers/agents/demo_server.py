@@ -2,6 +2,9 @@
 
 Each run acts out the chosen manifest with the scripted planner, reaching its tools over HTTP at the
 `tools_base_url` it is given (in simulations: the twin endpoint, with the case token in `tool_headers`).
+Opt-in, a real model plans instead (`planner=`; `serve_cli` reads AGENTTWIN_DEMO_AGENT_MODEL=anthropic and
+ANTHROPIC_API_KEY); its replies say `model_kind: llm`. A model that fails is answered 504 AGENT_TIMEOUT
+(timeouts) or 502 with the finding as the code (auth, rate limit, overload, ...).
 """
 
 from __future__ import annotations
@@ -16,8 +19,15 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from producers.agents.contract import TRANSPORT_UNREACHABLE, AgentRequest, AgentResult, ToolReply, ToolSpec
-from producers.agents.demo_agent import DemoAgent
+from producers.agents.contract import (
+    TRANSPORT_UNREACHABLE,
+    AgentRequest,
+    AgentResult,
+    AgentRunError,
+    ToolReply,
+    ToolSpec,
+)
+from producers.agents.demo_agent import DemoAgent, PlannerFactory
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
 from producers.http_wire import BodyError, JsonHandler, read_json_object
 from twin_engine.documents import AgentManifest, demo_manifest, demo_manifest_versions
@@ -101,9 +111,11 @@ class _NoTools:
         return []
 
 
-def run_demo_agent(run: RunRequest, version: str, *, tool_timeout_s: float) -> AgentResult:
+def run_demo_agent(
+    run: RunRequest, version: str, *, tool_timeout_s: float, planner: PlannerFactory | None = None
+) -> AgentResult:
     manifest = _manifest(version)
-    agent = DemoAgent(manifest, contained=run.contained)
+    agent = DemoAgent(manifest, contained=run.contained, planner=planner)
     tools = tuple(
         ToolSpec(t.name, t.description or "", t.risk or "", dict(t.input_schema) if t.input_schema else None)
         for t in manifest.tools
@@ -158,9 +170,11 @@ class DemoAgentServer:
         *,
         token: str | None = None,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+        planner: PlannerFactory | None = None,
     ) -> None:
         self.token = token
         self.tool_timeout_s = tool_timeout_s
+        self.planner = planner  # None: the scripted planner
         self._server = _DemoHttpServer((host, port), self)
         self._thread: threading.Thread | None = None
 
@@ -250,7 +264,11 @@ class _DemoHandler(JsonHandler):
             self.send_error_json(404, "UNKNOWN_VERSION", f"Unknown agent version '{version}'.")
             return
         try:
-            result = run_demo_agent(run, version, tool_timeout_s=app.tool_timeout_s)
+            result = run_demo_agent(run, version, tool_timeout_s=app.tool_timeout_s, planner=app.planner)
+        except AgentRunError as exc:  # the model failed: say which way, so the caller grades it honestly
+            status = 504 if exc.finding == "AGENT_TIMEOUT" else 502
+            self.send_error_json(status, exc.finding, exc.message)
+            return
         except Exception as exc:  # boundary: a failed run is answered as AGENT_ERROR, with its reason
             self.send_error_json(500, "AGENT_ERROR", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
             return
@@ -261,9 +279,21 @@ def _missing_body() -> dict[str, JSON]:
     raise BodyError("A JSON object body is required.")
 
 
+def planner_from_settings() -> PlannerFactory | None:
+    """The model the settings choose (AGENTTWIN_DEMO_AGENT_MODEL); no key for anthropic -> AgentSpecError."""
+    from producers.agents.settings import ANTHROPIC, load_agent_settings
+
+    settings = load_agent_settings()
+    if settings.demo_agent_model != ANTHROPIC:
+        return None
+    from producers.agents.llm_planner import AnthropicPlannerFactory
+
+    return AnthropicPlannerFactory(settings.anthropic_config())
+
+
 def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, token: str | None = None) -> None:
     """Serve the demo agent in the foreground until interrupted."""
-    server = DemoAgentServer(host, port, token=token)
+    server = DemoAgentServer(host, port, token=token, planner=planner_from_settings())
     try:
         server.serve_forever()
     finally:
@@ -278,8 +308,12 @@ def serve_cli(
     announce: Callable[[str], None] = print,
 ) -> int:
     """`agenttwin demo-agent serve [--host] [--port]`: serves until Ctrl-C; returns the exit code."""
-    server = DemoAgentServer(host, port, token=token)
-    announce(f"Demo agent ({AGENT_NAME}) listening on {server.url} (POST /run, GET /versions, GET /healthz)")
+    planner = planner_from_settings()  # before binding: a missing key fails with one line
+    server = DemoAgentServer(host, port, token=token, planner=planner)
+    model = "scripted planner" if planner is None else f"{planner.model_name} ({planner.kind})"
+    announce(
+        f"Demo agent ({AGENT_NAME}) listening on {server.url} (POST /run, GET /versions, GET /healthz); model: {model}"
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -1,20 +1,35 @@
 """Turn an agent spec string into an Agent.
 
-`demo:<version>` (the Demo Co agent, scripted planner), `script:<path>` (a scripted agent file),
-`http://host:port[#VERSION]` / `https://…` (any agent behind the HTTP interface), `python:module:attr`.
+`demo:<version>` (the Demo Co agent, scripted planner), `demo:<version>+anthropic[/<model>]` (the same
+manifest planned by a real Anthropic model: opt-in, labelled `llm`, needs ANTHROPIC_API_KEY),
+`script:<path>` (a scripted agent file), `http://host:port[/path][?timeout=SECONDS][#VERSION]` /
+`https://…` (any agent behind the HTTP interface; `timeout` bounds one case, default
+AGENTTWIN_AGENT_HTTP_TIMEOUT_S or 120 s), `python:module:attr`.
 """
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
 from producers.agents.contract import Agent
-from producers.agents.demo_agent import DemoAgent
+from producers.agents.demo_agent import DemoAgent, PlannerFactory
 from producers.agents.errors import AgentSpecError
 from producers.agents.script_agent import ScriptAgent
 from twin_engine.documents import demo_manifest, demo_manifest_versions
 from twin_engine.errors import DefinitionError
 
+if TYPE_CHECKING:
+    from producers.agents.http_agent import HttpAgent
+    from producers.agents.settings import AgentSettings
+
 SUPPORTED_KINDS = ("demo", "script", "http", "https", "python")
-_USAGE = "use demo:<version>, script:<path>, http://host:port[#VERSION] or python:module:attr"
+LLM_PLANNERS = ("anthropic",)  # what may follow `+` in a demo spec
+_USAGE = (
+    "use demo:<version>[+anthropic[/<model>]], script:<path>, http://host:port[?timeout=S][#VERSION] "
+    "or python:module:attr"
+)
 
 
 def resolve_agent(spec: str) -> Agent:
@@ -24,22 +39,69 @@ def resolve_agent(spec: str) -> Agent:
         raise AgentSpecError(f"agent spec '{spec}' is incomplete; {_USAGE}")
     value = rest.strip()
     if kind == "demo":
+        value, plus, llm = value.partition("+")
         versions = demo_manifest_versions()
         if value not in versions:
             known = ", ".join(versions)
             raise AgentSpecError(f"unknown demo agent version '{value}'; known versions: {known}")
+        planner = _llm_planner(spec, llm) if plus else None
         try:
-            return DemoAgent(demo_manifest(value))
+            return DemoAgent(demo_manifest(value), planner=planner)
         except DefinitionError as exc:
             raise AgentSpecError(f"demo agent {value}: {exc}") from None
     if kind == "script":
         return ScriptAgent(value)
     if kind in ("http", "https"):
-        from producers.agents.http_agent import HttpAgent
-
-        return HttpAgent.from_spec(spec.strip())
+        return _http_agent(spec.strip())
     if kind == "python":
         from producers.agents.python_agent import load_python_agent
 
         return load_python_agent(spec.strip())
     raise AgentSpecError(f"agent spec '{spec}': unknown agent kind '{kind}'; {_USAGE}")
+
+
+def check_agent_spec(spec: str) -> None:
+    """Resolve `spec` and let it go again: a bad spec (or a missing key) raises AgentSpecError up front."""
+    from producers.simulator import close_agent
+
+    close_agent(resolve_agent(spec))
+
+
+def _settings() -> AgentSettings:
+    from producers.agents.settings import load_agent_settings
+
+    return load_agent_settings()
+
+
+def _llm_planner(spec: str, choice: str) -> PlannerFactory:
+    """`anthropic` or `anthropic/<model>` (default model: AGENTTWIN_AGENT_LLM_MODEL)."""
+    provider, _, model = choice.strip().partition("/")
+    if provider not in LLM_PLANNERS:
+        raise AgentSpecError(
+            f"agent spec '{spec}': unknown model '{provider}' after '+'; use +anthropic or +anthropic/<model>"
+        )
+    from producers.agents.llm_planner import AnthropicPlannerFactory
+
+    return AnthropicPlannerFactory(_settings().anthropic_config(model.strip() or None))
+
+
+def _http_agent(spec: str) -> HttpAgent:
+    """An HTTP agent; `?timeout=SECONDS` is ours (taken off the URL), any other query is refused."""
+    from producers.agents.http_agent import HttpAgent
+
+    parts = urlsplit(spec)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    timeout_s: float | None = None
+    for name, raw in query:
+        if name != "timeout":
+            raise AgentSpecError(f"agent spec '{spec}': unknown query parameter '{name}'; only timeout=SECONDS")
+        try:
+            timeout_s = float(raw)
+        except ValueError:
+            timeout_s = math.nan
+        if not (math.isfinite(timeout_s) and timeout_s > 0):
+            raise AgentSpecError(f"agent spec '{spec}': timeout must be a positive number of seconds")
+    if timeout_s is None:
+        timeout_s = _settings().http_timeout_s
+    bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment))
+    return HttpAgent.from_spec(bare, timeout_s=timeout_s)

@@ -155,3 +155,37 @@ def test_replay_adds_a_second_set_of_verdicts_and_the_same_version_adds_nothing(
     assert sql(capsys, tmp_path, query) == expected
     verdicts = sql(capsys, tmp_path, "SELECT evaluator_version, count() FROM verdicts FINAL GROUP BY ALL ORDER BY ALL")
     assert verdicts == [["1.0.0", "2"], ["1.1.0", "2"]]
+
+
+def test_a_reviewer_flipping_the_semantic_fail_leaves_the_case_a_new_critical_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--data-dir", str(tmp_path)]
+    assert main(["evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0", "--json", *args]) == 0
+    evaluation_id = __import__("json").loads(capsys.readouterr().out)["evaluation_id"]
+    review = [
+        "review",
+        "--evaluation-id",
+        evaluation_id,
+        "--scenario",
+        "refund-tool-success-lie",
+        "--side",
+        "candidate",
+        "--expectation",
+        "reply-admits-unconfirmed-refund",
+        "--status",
+        "pass",
+        "--reviewer",
+        "ana",
+    ]
+    assert main([*review, "--note", "  ", *args]) == 2  # a note is mandatory
+    assert "note" in capsys.readouterr().err
+    assert main([*review, "--note", "Wording is fine", *args]) == 0
+    assert "NEW_CRITICAL_FAILURE" in capsys.readouterr().out
+    rows = sql(
+        capsys,
+        tmp_path,
+        "SELECT scenario_name, classification FROM v_comparisons WHERE scenario_name = 'refund-tool-success-lie'",
+    )
+    assert rows == [["refund-tool-success-lie", "NEW_CRITICAL_FAILURE"]]
+    assert sql(capsys, tmp_path, "SELECT reviewer, status FROM reviews FINAL") == [["ana", "PASS"]]

@@ -69,9 +69,7 @@ def test_error_status_and_unknown_service() -> None:
         ("span", "anything-else", "production"),
     ],
 )
-def test_source_is_production_unless_agenttwin_source_says_simulation(
-    where: str, value: str, expected: str
-) -> None:
+def test_source_is_production_unless_agenttwin_source_says_simulation(where: str, value: str, expected: str) -> None:
     attrs = {"agenttwin.source": value}
     req = request(span(attrs=attrs)) if where == "span" else request(span(), resource=attrs)
     assert map_request(req, "acme").events[0].source == expected

@@ -46,8 +46,11 @@ def test_json_export_answers_json(server: IngestServer, runtime: EmbeddedRuntime
         for name in ("traceId", "spanId", "parentSpanId"):
             if name in s:
                 s[name] = __import__("base64").b64decode(s[name]).hex()
-    resp = _post(server, json.dumps(doc).encode(), {"Content-Type": "application/json; charset=utf-8",
-                                                     "Authorization": "Bearer key-beta"})
+    resp = _post(
+        server,
+        json.dumps(doc).encode(),
+        {"Content-Type": "application/json; charset=utf-8", "Authorization": "Bearer key-beta"},
+    )
     assert resp.status_code == 200 and resp.headers["content-type"] == "application/json"
     assert resp.json() == {}
     assert {s.tenant for s in _spans(runtime)} == {"beta"}

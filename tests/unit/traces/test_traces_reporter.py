@@ -19,8 +19,14 @@ AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 @pytest.mark.parametrize(
     ("given", "expected"),
-    [("success", "SUCCESS"), (" Failure ", "FAILURE"), ("PARTIAL", "PARTIAL"), ("ESCALATED", "UNKNOWN"),
-     ("", "UNKNOWN"), (None, "UNKNOWN")],
+    [
+        ("success", "SUCCESS"),
+        (" Failure ", "FAILURE"),
+        ("PARTIAL", "PARTIAL"),
+        ("ESCALATED", "UNKNOWN"),
+        ("", "UNKNOWN"),
+        (None, "UNKNOWN"),
+    ],
 )
 def test_statuses_are_normalized(given: str | None, expected: str) -> None:
     assert normalize_status(given) == expected
@@ -28,8 +34,12 @@ def test_statuses_are_normalized(given: str | None, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("given", "expected"),
-    [("external_callback", "external_callback"), ("Human_Review", "human_review"), ("crm", "unavailable"),
-     (None, "unavailable")],
+    [
+        ("external_callback", "external_callback"),
+        ("Human_Review", "human_review"),
+        ("crm", "unavailable"),
+        (None, "unavailable"),
+    ],
 )
 def test_sources_are_normalized(given: str | None, expected: str) -> None:
     assert normalize_source(given) == expected
@@ -51,8 +61,16 @@ def test_event_ids_dedupe_repeats_but_not_corrections() -> None:
 
 def test_reports_are_published_to_the_log(runtime: EmbeddedRuntime) -> None:
     reporter = OutcomeReporter(runtime, tenant="acme", clock=lambda: AT)
-    assert reporter.report_outcome(TRACE, "FAILURE", True, "external_callback", "order shows refund_count: 2",
-                                   business_outcome="x" * 300, claimed_status="success", agent="refund-agent")
+    assert reporter.report_outcome(
+        TRACE,
+        "FAILURE",
+        True,
+        "external_callback",
+        "order shows refund_count: 2",
+        business_outcome="x" * 300,
+        claimed_status="success",
+        agent="refund-agent",
+    )
     assert reporter.close()
     (event,) = runtime.read_events("verified-outcomes")
     assert isinstance(event, OutcomeVerified)

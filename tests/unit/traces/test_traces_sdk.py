@@ -85,8 +85,12 @@ def test_content_is_off_by_default(exporter: InMemorySpanExporter) -> None:
     _run(_sdk(exporter))
     for s in exporter.get_finished_spans():
         keys = set(_attrs(s))
-        assert not keys & {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
-                           "gen_ai.tool.call.result"}
+        assert not keys & {
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.arguments",
+            "gen_ai.tool.call.result",
+        }
 
 
 def test_full_content_is_recorded_as_json(exporter: InMemorySpanExporter) -> None:
