@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from agenttwin import commands, pipeline_commands
 from agenttwin.errors import CliError, user_error_types
+from agenttwin.settings import load_settings
 
 DEFAULT_SEED = 42
 
@@ -136,6 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agenttwin: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not bad input: one line by default, the traceback on request
+        if load_settings().debug:
+            raise
+        print(
+            f"agenttwin: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:500]} "
+            "(set AGENTTWIN_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,21 @@ class CliError(Exception):
 
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Every error that means "your input is wrong" (as opposed to a bug in AgentTwin)."""
+    from consumers.clickhouse import WarehouseError
+    from evaluation.judges.errors import JudgeConfigError
+    from evaluation.versions import UnknownEvaluatorSetError
     from producers.agents.errors import AgentSpecError
+    from streams.embedded_log import EventLogError
     from twin_engine.errors import TwinError
 
-    return (TwinError, AgentSpecError, FileNotFoundError, IsADirectoryError, PermissionError)
+    return (
+        TwinError,
+        AgentSpecError,
+        WarehouseError,
+        EventLogError,
+        JudgeConfigError,
+        UnknownEvaluatorSetError,
+        FileNotFoundError,
+        IsADirectoryError,
+        PermissionError,
+    )

@@ -16,6 +16,7 @@ class Settings(BaseSettings):
     AGENTTWIN_DATA_DIR         where the embedded runtime keeps topics, offsets and chDB (default ~/.agenttwin)
     KAFKA_BOOTSTRAP_SERVERS    run through a Kafka cluster instead of the embedded log (also --kafka)
     AGENTTWIN_CLICKHOUSE_URL   a ClickHouse server (http://user:pass@host:8123/db) instead of embedded chDB
+    AGENTTWIN_DEBUG            1: show the traceback of an internal error instead of one line
 
     The judge has its own block of settings (evaluation.judges.settings.JudgeSettings, reached through
     `judge_settings()`): AGENTTWIN_JUDGE_PROVIDER = fake | anthropic | openai (default fake: deterministic,
@@ -28,6 +29,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default=Path("~/.agenttwin"), alias="AGENTTWIN_DATA_DIR")
     kafka_bootstrap_servers: str | None = Field(default=None, alias="KAFKA_BOOTSTRAP_SERVERS")
     clickhouse_url: str | None = Field(default=None, alias="AGENTTWIN_CLICKHOUSE_URL")
+    debug: bool = Field(default=False, alias="AGENTTWIN_DEBUG")
 
     @property
     def resolved_data_dir(self) -> Path:

@@ -60,11 +60,13 @@ class SideView:
     metrics: dict[str, Number | None] | None = None
     semantic_scores: tuple[float, ...] = ()  # judged semantic results, for the run's mean
     timings: dict[str, JSON] = field(default_factory=dict)  # wall clock: the only non-deterministic part
+    model_kind: str | None = None  # deterministic-fake | llm | unknown: who planned this side (None: missing)
 
     def to_dict(self) -> dict[str, JSON]:
         return {
             "case_id": self.case_id,
             "agent": self.agent,
+            "model_kind": self.model_kind,
             "status": self.status,
             "reason": self.reason,
             "scenario_hash": self.scenario_hash,
@@ -149,6 +151,7 @@ def _side_view(graded: GradedCase | None, side: str) -> SideView:
         metrics=side_metrics(graded),
         semantic_scores=tuple(semantic_scores(graded)),
         timings=dict(case.timings),
+        model_kind=case.model_kind,
     )
 
 
