@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, pipeline_commands
+from agenttwin import commands, pipeline_commands, traces_cli
 from agenttwin.errors import CliError, user_error_types
 from agenttwin.settings import load_settings
 
@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     rv.add_argument("--evaluator-version", default=None)
     _data_dir_arg(rv)
     rv.set_defaults(func=pipeline_commands.review)
+
+    traces_cli.register(sub)
 
     da = sub.add_parser("demo-agent", help="the Demo Co agent behind the HTTP agent interface")
     da_sub = da.add_subparsers(dest="demo_agent_command", required=True, metavar="SUBCOMMAND")

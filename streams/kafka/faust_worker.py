@@ -23,7 +23,7 @@ from streams.events import Event
 from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.staged_store import StagedStore
-from streams.kafka.store_codec import register_store_codec
+from streams.kafka.store_codec import register_store_codecs
 from streams.kafka.worker import Progress
 from streams.processors.base import Processor
 from streams.topics import TOPIC_BY_NAME
@@ -86,12 +86,9 @@ class FaustWorker:
         )
         # A timer writes outside stream iteration, which faust allows only when the changelog partition
         # comes from the key (murmur2, like the inputs: timer processors' store keys are their input keys).
-        self.table = self.app.Table(
-            "store",
-            partitions=n,
-            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer=register_store_codec()),
-            use_partitioner=has_timer(processor),
-        )
+        self.table = self.app.Table("store", partitions=n, use_partitioner=has_timer(processor))
+        # faust derives table serializers from key/value types (json by default); the store needs its own
+        self.table.key_serializer, self.table.value_serializer = register_store_codecs()
         self.app.agent(source, name=f"{processor.name}-agent")(self._agent)
         if has_timer(processor):
 

@@ -19,6 +19,7 @@ from streams.events import EVENT_BY_SCHEMA, Event
 from streams.wire import SchemaStore
 
 CODEC_NAME = "agenttwin-store"
+KEY_CODEC_NAME = "agenttwin-key"
 _EVENT, _TIME, _BYTES = "$event", "$datetime", "$bytes"
 
 
@@ -78,6 +79,21 @@ class StoreCodec(Codec):  # type: ignore[misc]
         return loads(s)
 
 
-def register_store_codec() -> str:
+class KeyCodec(Codec):  # type: ignore[misc]
+    """Store keys are str; on the changelog they are their UTF-8 bytes, exactly like the input keys,
+    so a murmur2 partitioner puts a key's changelog entry on its input partition."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        if not isinstance(obj, str):
+            raise TypeError(f"store keys are str, not {type(obj).__name__}")
+        return obj.encode()
+
+    def _loads(self, s: bytes) -> Any:
+        return s.decode()
+
+
+def register_store_codecs() -> tuple[str, str]:
+    """Register the key and value codecs with faust; returns their names."""
+    register(KEY_CODEC_NAME, KeyCodec())
     register(CODEC_NAME, StoreCodec())
-    return CODEC_NAME
+    return KEY_CODEC_NAME, CODEC_NAME

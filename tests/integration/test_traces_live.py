@@ -130,3 +130,48 @@ def _export_with_trace_id(sdk: AgentTwin, trace_id: str) -> None:
         assert _agent_run(sdk) == trace_id
     finally:
         context.detach(token)
+
+
+@pytest.mark.parametrize("verification_first", [True, False], ids=["verification-first", "claim-first"])
+def test_contradiction_alert_from_a_stock_otel_export_embedded(tmp_path: Path, verification_first: bool) -> None:
+    """The same story on the embedded runtime: OutcomeJoin through EmbeddedRuntime.run, tail read-only."""
+    from consumers.alerts import tail_embedded
+    from streams.embedded import EmbeddedRuntime
+
+    with EmbeddedRuntime(tmp_path / "data", fsync=False) as runtime:
+        publisher = SerializedPublisher(runtime)
+        server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: "acme"}))
+        server.start()
+        provider = TracerProvider(resource=Resource.create({"service.name": "support-refund-agent"}))
+        exporter = OTLPSpanExporter(endpoint=f"{server.url}/v1/traces", headers={"x-agenttwin-api-key": API_KEY})
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        reporter = OutcomeReporter(publisher)
+        sdk = AgentTwin(tracer_provider=provider, reporter=reporter)
+
+        def join() -> int:
+            with publisher.lock:
+                return runtime.run([OutcomeJoin()]).produced
+
+        try:
+            if verification_first:
+                trace_id = format(0x5EED_0000_0000_0000_0000_0000_0000_3029, "032x")
+                assert sdk.report_outcome(trace_id, "FAILURE", True, "external_callback", {"refund_count": 2})
+                assert reporter.flush(10)
+                assert join() == 0
+                _export_with_trace_id(sdk, trace_id)
+            else:
+                trace_id = _agent_run(sdk)
+                assert join() == 0
+                assert sdk.report_outcome(trace_id, "FAILURE", True, "external_callback", {"refund_count": 2})
+                assert reporter.flush(10)
+            assert join() == 1
+            assert join() == 0  # re-running adds nothing
+        finally:
+            provider.shutdown()
+            reporter.close()
+            server.close()
+        lines: list[str] = []
+        assert tail_embedded(tmp_path / "data", lines.append) == 1
+    assert f"trace {trace_id}" in lines[0] and "[acme]" in lines[0] and "tool refund_payment" in lines[0]
+    assert "claimed SUCCESS, verified FAILURE (external_callback)" in lines[0]
+    assert server.receiver.stats.spans_written == 4
