@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe bench bench-kafka clean
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe bench bench-ingest bench-kafka clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ e2e: install
 ## Benchmarks (not timed tests): each figure beside a raw baseline measured in the same run.
 bench: install
 	$(BIN)/python benchmarks/bench_pipeline.py
+
+## Loopback load test of trace ingestion (60 s) beside the raw Kafka produce ceiling of this machine.
+bench-ingest: install kafka-up
+	$(BIN)/python benchmarks/bench_ingest.py --kafka 127.0.0.1:9092
 
 kafka-up:
 	bash infra/kafka/kafka.sh up
