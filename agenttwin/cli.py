@@ -14,6 +14,9 @@ from agenttwin.errors import CliError, user_error_types
 from agenttwin.settings import load_settings
 
 DEFAULT_SEED = 42
+AGENT_SPEC_HELP = (
+    "demo:<version>[+anthropic[/<model>]] | script:<path> | http://host:port[?timeout=S][#VERSION] | python:module:attr"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,15 +50,15 @@ def _parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=commands.scenario_check)
 
     sim = sub.add_parser("simulate", help="run one agent version over a suite and grade each case")
-    sim.add_argument("--agent", required=True, metavar="SPEC", help="demo:<version> or script:<path>")
+    sim.add_argument("--agent", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
     _suite_args(sim)
     sim.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=commands.simulate)
 
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
-    ev.add_argument("--baseline", required=True, metavar="SPEC")
-    ev.add_argument("--candidate", required=True, metavar="SPEC")
+    ev.add_argument("--baseline", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
+    ev.add_argument("--candidate", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
     _suite_args(ev)
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
     ev.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")

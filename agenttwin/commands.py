@@ -118,7 +118,8 @@ def simulate(args: argparse.Namespace) -> int:
         ]
         for c in report["cases"]
     ]
-    out(f"{report['agent']} on {len(rows)} scenario(s), run seed {report['run_seed']}\n")
+    kinds = sorted({c["model_kind"] for c in report["cases"]})
+    out(f"{report['agent']} ({', '.join(kinds)}) on {len(rows)} scenario(s), run seed {report['run_seed']}\n")
     out(table(["scenario", "verdict", "claimed", "verified", "calls", "reason"], rows))
     return 0
 

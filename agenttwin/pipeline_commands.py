@@ -56,7 +56,11 @@ def _version(value: str | None) -> str:
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from producers.agents.registry import check_agent_spec
+
     version = _version(args.evaluator_version)
+    check_agent_spec(args.baseline)  # a bad spec or a missing model key stops here, before any case runs
+    check_agent_spec(args.candidate)
     settings, emb = _open(args)
     with emb:
         request = evaluation_request(
@@ -96,6 +100,12 @@ def render_report(doc: dict[str, Any]) -> str:
     ]
     totals = doc["summary"]
     base, cand = totals.get("baseline") or {}, totals.get("candidate") or {}
+    kinds = {side: {c[side].get("model_kind") for c in doc["cases"]} - {None} for side in ("baseline", "candidate")}
+    if any(k != {"deterministic-fake"} for k in kinds.values() if k):
+        lines.append(
+            f"Models: baseline {', '.join(sorted(kinds['baseline'])) or 'unknown'} · "
+            f"candidate {', '.join(sorted(kinds['candidate'])) or 'unknown'}"
+        )
     if base and cand:
         lines.append(
             f"Tool calls {base.get('tool_calls')} → {cand.get('tool_calls')} · retries {base.get('retries')} → "

@@ -123,11 +123,7 @@ class CaseComparison:
 
     def expectation_ids(self, change: str, critical: bool | None = None) -> list[str]:
         """Ids of expectations with this change (optionally only critical / non-critical ones)."""
-        return [
-            e.id
-            for e in self.expectations
-            if e.change == change and (critical is None or e.critical == critical)
-        ]
+        return [e.id for e in self.expectations if e.change == change and (critical is None or e.critical == critical)]
 
 
 class ComparisonError(ValueError):
@@ -188,9 +184,7 @@ def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> C
     ref = candidate if candidate is not None else baseline
     assert ref is not None
     b_view, c_view = _side_view(baseline, BASELINE), _side_view(candidate, CANDIDATE)
-    changes = expectation_changes(
-        baseline.results if baseline else (), candidate.results if candidate else ()
-    )
+    changes = expectation_changes(baseline.results if baseline else (), candidate.results if candidate else ())
     mismatches = pin_mismatches(baseline, candidate) if baseline and candidate else []
     if mismatches:
         verdict = Classification(INCOMPLETE, pin_mismatch_reason(mismatches))

@@ -39,7 +39,7 @@ def resolve_agent(spec: str) -> Agent:
         raise AgentSpecError(f"agent spec '{spec}' is incomplete; {_USAGE}")
     value = rest.strip()
     if kind == "demo":
-        value, plus, llm = value.partition("+")
+        value, plus, llm = (part.strip() for part in value.partition("+"))
         versions = demo_manifest_versions()
         if value not in versions:
             known = ", ".join(versions)

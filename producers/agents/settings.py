@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.agents.errors import AgentSpecError
@@ -71,7 +71,15 @@ def _secret(value: SecretStr | None) -> str | None:
 
 
 def load_agent_settings() -> AgentSettings:
-    return AgentSettings()
+    """The settings from the environment; a bad value is an AgentSpecError naming the variable."""
+    try:
+        return AgentSettings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field_name = ".".join(str(part) for part in first["loc"])
+        # aliased fields are reported under the variable's own name already
+        variable = field_name if field_name.isupper() else f"AGENTTWIN_AGENT_{field_name.upper()}"
+        raise AgentSpecError(f"agent setting {variable}: {first['msg']}") from None
 
 
 __all__ = ["ANTHROPIC", "KEY_VARIABLE", "SCRIPTED", "AgentSettings", "load_agent_settings"]

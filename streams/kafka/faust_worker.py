@@ -35,6 +35,17 @@ TICK_INTERVAL_S = 5.0
 PUBLISH_RETRY_MAX_S = 5.0
 
 
+class StoreTable(faust.Table):  # type: ignore[misc]
+    """A faust Table whose changelog uses the store codecs: str keys as UTF-8, values as tagged JSON.
+
+    faust derives a table's serializers from its key/value types (json unless a model names one) when
+    the table is built, and builds the changelog topic with them, so they are chosen here, not after."""
+
+    def _serializer_from_type(self, typ: Any) -> str:
+        key_codec, value_codec = register_store_codecs()
+        return key_codec if typ is str else value_codec
+
+
 def has_timer(processor: Processor) -> bool:
     return type(processor).tick is not Processor.tick
 
@@ -86,9 +97,12 @@ class FaustWorker:
         )
         # A timer writes outside stream iteration, which faust allows only when the changelog partition
         # comes from the key (murmur2, like the inputs: timer processors' store keys are their input keys).
-        self.table = self.app.Table("store", partitions=n, use_partitioner=has_timer(processor))
-        # faust derives table serializers from key/value types (json by default); the store needs its own
-        self.table.key_serializer, self.table.value_serializer = register_store_codecs()
+        self.table = self.app.tables.add(
+            StoreTable(
+                self.app, name="store", partitions=n, key_type=str, use_partitioner=has_timer(processor),
+                beacon=self.app.tables.beacon,
+            )
+        )  # fmt: skip
         self.app.agent(source, name=f"{processor.name}-agent")(self._agent)
         if has_timer(processor):
 

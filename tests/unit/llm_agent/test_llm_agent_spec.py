@@ -143,3 +143,16 @@ def test_a_failing_model_behind_http_keeps_its_finding(api: FakeMessagesApi, llm
     assert case.agent_finding is not None and case.agent_finding.label == "AGENT_TIMEOUT"
     assert TEST_MODEL in case.agent_finding.message
     assert grade_case(case).verdict.status == "FAILED"
+
+
+def test_a_bad_setting_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTTWIN_AGENT_HTTP_TIMEOUT_S", "soon")
+    with pytest.raises(AgentSpecError, match=r"^agent setting AGENTTWIN_AGENT_HTTP_TIMEOUT_S: Input should be"):
+        resolve_agent("http://127.0.0.1:8090")
+    monkeypatch.setenv("AGENTTWIN_DEMO_AGENT_MODEL", "gpt")
+    with pytest.raises(AgentSpecError, match=r"^agent setting AGENTTWIN_DEMO_AGENT_MODEL: "):
+        planner_from_settings()
+    monkeypatch.delenv("AGENTTWIN_DEMO_AGENT_MODEL")
+    monkeypatch.delenv("AGENTTWIN_AGENT_HTTP_TIMEOUT_S")
+    agent = resolve_agent(" demo: 1.2.4 ")
+    assert isinstance(agent, DemoAgent) and agent.model_kind == "deterministic-fake"
