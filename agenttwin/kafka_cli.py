@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -117,7 +118,9 @@ def worker_command(args: argparse.Namespace) -> int:
     bootstrap = resolve_bootstrap(args.kafka, settings)
     naming = Naming(args.topic_prefix)
     versions = args.evaluator_versions or [DEFAULT_EVALUATOR_SET]
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("AGENTTWIN_KAFKA_LOG", "WARNING"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     ensure_topics(bootstrap, naming)
     if args.kind == "alerts":
         tail_alerts(bootstrap, naming=naming)

@@ -16,9 +16,9 @@ from streams.events import EVENT_BY_SCHEMA, DeadLettered, Event
 from streams.kafka.naming import Naming
 from streams.wire import SchemaStore, WireError
 
-__all__ = ["DecodeError", "KafkaCodec", "OutMessage", "SourceRef", "dead_letter"]
+__all__ = ["DecodeError", "Headers", "KafkaCodec", "OutMessage", "SourceRef", "dead_letter"]
 
-Headers = list[tuple[str, bytes]]
+Headers = list[tuple[str, str | bytes | None]]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class KafkaCodec:
 
     def encode(self, event: Event) -> OutMessage:
         value = self.schemas.encode(event.SCHEMA, event.to_record())
-        headers = [(EVENT_ID_HEADER, event.event_id.encode()), (EVENT_TYPE_HEADER, event.event_type.encode())]
+        headers: Headers = [(EVENT_ID_HEADER, event.event_id.encode()), (EVENT_TYPE_HEADER, event.event_type.encode())]
         return OutMessage(self.naming.topic(event.TOPIC), event.key.encode(), value, headers)
 
     def decode(self, value: bytes | None) -> Event:

@@ -9,7 +9,9 @@ inputs, and inputs with equal partition counts are co-partitioned by faust's ass
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +24,8 @@ from streams.embedded import DecodeError
 from streams.events import Event
 from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
 from streams.kafka.naming import Naming
-from streams.kafka.staged_store import StagedStore
+from streams.kafka.reading import partition_lags
+from streams.kafka.staged_store import DELETED, SEED_KEY, StagedStore
 from streams.kafka.store_codec import register_store_codecs
 from streams.kafka.worker import Progress
 from streams.processors.base import Processor
@@ -32,10 +35,13 @@ log = logging.getLogger(__name__)
 
 COMMIT_INTERVAL_S = 0.5
 TICK_INTERVAL_S = 5.0
+SESSION_TIMEOUT_S = 10.0
+WATCH_INTERVAL_S = 5.0
+STALL_S = 12.0  # longer than the session timeout: a join that waits for a dead member is not a stall
 PUBLISH_RETRY_MAX_S = 5.0
 
 
-class StoreTable(faust.Table):  # type: ignore[misc]
+class StoreTable(faust.Table[str, Any]):
     """A faust Table whose changelog uses the store codecs: str keys as UTF-8, values as tagged JSON.
 
     faust derives a table's serializers from its key/value types (json unless a model names one) when
@@ -75,41 +81,55 @@ class FaustWorker:
         self._ticked_at: datetime | None = None
         self._failure: BaseException | None = None
         self._outputs: dict[str, Any] = {}
-        datadir = data_dir / "faust" / self.name
-        datadir.mkdir(parents=True, exist_ok=True)
-        self.app = faust.App(
+        self._bootstrap, self._naming, self._partitions = bootstrap, naming, n
+        self._datadir = data_dir / "faust" / self.name
+        self._datadir.mkdir(parents=True, exist_ok=True)
+        self._commit_interval_s, self._tick_interval_s = commit_interval_s, tick_interval_s
+        self._watchdog: asyncio.Task[None] | None = None
+        self.restarts = 0
+        self.app, self.table = self._build_app()
+
+    def _build_app(self) -> tuple[Any, Any]:
+        """A fresh faust app (a stopped mode service cannot be started again, so a restart builds anew)."""
+        n, processor = self._partitions, self.processor
+        app = faust.App(
             self.name,
-            broker=f"kafka://{bootstrap}",
+            broker=f"kafka://{self._bootstrap}",
             store="memory://",
-            datadir=str(datadir),
+            datadir=str(self._datadir),
             web_enabled=False,
             topic_partitions=n,
             topic_replication_factor=1,
             consumer_auto_offset_reset="earliest",
-            broker_commit_interval=commit_interval_s,
+            broker_commit_interval=self._commit_interval_s,
             producer_acks=-1,
+            # a killed worker's partitions move to a live one after this long (faust's default is 60 s)
+            broker_session_timeout=SESSION_TIMEOUT_S,
+            broker_heartbeat_interval=SESSION_TIMEOUT_S / 10,
         )
-        source = self.app.topic(
-            *(naming.topic(t) for t in processor.inputs),
+        source = app.topic(
+            *(self._naming.topic(t) for t in processor.inputs),
             key_serializer="raw",
             value_serializer="raw",
             partitions=n,
         )
         # A timer writes outside stream iteration, which faust allows only when the changelog partition
         # comes from the key (murmur2, like the inputs: timer processors' store keys are their input keys).
-        self.table = self.app.tables.add(
+        table = app.tables.add(
             StoreTable(
-                self.app, name="store", partitions=n, key_type=str, use_partitioner=has_timer(processor),
-                beacon=self.app.tables.beacon,
+                app, name="store", partitions=n, key_type=str, use_partitioner=has_timer(processor),
+                beacon=app.tables.beacon,
             )
         )  # fmt: skip
-        self.app.agent(source, name=f"{processor.name}-agent")(self._agent)
+        app.agent(source, name=f"{processor.name}-agent")(self._agent)
         if has_timer(processor):
 
             async def tick() -> None:
                 await self._tick()
 
-            self.app.timer(interval=tick_interval_s)(tick)
+            app.timer(interval=self._tick_interval_s)(tick)
+        self._outputs = {}
+        return app, table
 
     @property
     def last_progress(self) -> float:
@@ -122,9 +142,53 @@ class FaustWorker:
 
     async def start(self) -> None:
         await self.app.start()
+        await self._seed_changelog()
+        self._watchdog = asyncio.create_task(self._watch(), name=f"{self.name}-watchdog")
 
     async def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
+            self._watchdog = None
         await self.app.stop()
+
+    async def _seed_changelog(self) -> None:
+        """Put one record on every changelog partition.
+
+        After a crashed member, faust recovers an *empty* active changelog partition as "done" but keeps
+        it in its fetch set; the first store write to it then parks that partition's stream for good
+        (seen here: one event per restart, then nothing). A partition that already holds a record is
+        recovered normally. The marker key is hidden from processors (StagedStore)."""
+        topic = self.table.changelog_topic
+        pending = [
+            await topic.send(key=SEED_KEY, value={"seed": True}, partition=p, force=True)
+            for p in range(self._partitions)
+        ]
+        await asyncio.gather(*pending)
+
+    async def _watch(self) -> None:
+        """Restart the app when it has lag but stopped progressing.
+
+        faust sometimes never resumes a partition after a rebalance that follows a crashed member (its
+        recovery sees no highwater for it and the stream stays parked; cf. faust issues #21, #175, #640).
+        Lag > 1 because a transaction marker after the last record leaves 1 that is never consumed.
+        """
+        inputs = {self.processor.name: self.processor.inputs}
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            if time.monotonic() - self.progress.last < STALL_S:
+                continue
+            lags = await asyncio.to_thread(partition_lags, self._bootstrap, self._naming, inputs)
+            stuck = {tp: lag for tp, lag in lags.items() if lag > 1}
+            if not stuck or time.monotonic() - self.progress.last < STALL_S:
+                continue
+            log.warning("%s: no progress for %.0f s with lag %s; restarting the faust app", self.name, STALL_S, stuck)
+            await self.app.stop()
+            self.app, self.table = self._build_app()
+            self.restarts += 1
+            self.progress.tick()
+            await self.app.start()
 
     async def _agent(self, stream: faust.StreamT[bytes]) -> None:
         async for event in stream.events():
@@ -146,7 +210,7 @@ class FaustWorker:
             await self._dead_letter("PROCESSING_ERROR", exc, source)
             return
         await self._publish(outputs)
-        staged.apply()
+        await self._persist(staged, None if self.table.use_partitioner else source.partition)
         self.progress.tick(handled=1, produced=len(outputs))
 
     async def _dead_letter(self, reason: str, error: BaseException, source: SourceRef) -> None:
@@ -161,10 +225,31 @@ class FaustWorker:
         staged = StagedStore(self.table)
         outputs = self.processor.tick(staged, now)
         await self._publish(outputs)
-        staged.apply()
+        await self._persist(staged, None)
         self._ticked_at = now
         if outputs:
             self.progress.tick(produced=len(outputs))
+
+    async def _persist(self, staged: StagedStore, partition: int | None) -> None:
+        """Write the staged changes to the changelog, wait for the acks, then to the local store.
+
+        Not through `table[key] = value`: faust queues that changelog write in a buffer that its
+        pre-commit flush was seen to miss under SIGKILL (offsets committed past writes that never
+        landed). An acknowledged write before the event is acked keeps store and offsets in step.
+        partition None = by key (murmur2), for stores whose keys are their input keys."""
+        changes = staged.changes()
+        if not changes:
+            return
+        topic = self.table.changelog_topic
+        await self._send_all(
+            [(topic, key, None, "raw") if value is DELETED else (topic, key, value, None) for key, value in changes],
+            partition,
+        )
+        for key, value in changes:
+            if value is DELETED:
+                self.table.data.pop(key, None)
+            else:
+                self.table.data[key] = value
 
     def _topic(self, physical: str) -> Any:
         topic = self._outputs.get(physical)
@@ -176,20 +261,29 @@ class FaustWorker:
         """Send and wait until every output is acknowledged (retrying while the cluster is away)."""
         if not events:
             return
+        messages = [self._codec.encode(e) for e in events]
+        await self._send_all([(self._topic(m.topic), m.key, m.value, None, m.headers) for m in messages], None)
+
+    async def _send_all(self, sends: Sequence[tuple[Any, ...]], partition: int | None) -> None:
+        """(topic, key, value, value_serializer[, headers]) each; all acknowledged on return."""
         delay = 0.2
         while True:
             try:
                 pending = []
-                for e in events:
-                    m = self._codec.encode(e)
+                for topic, key, value, serializer, *headers in sends:
                     pending.append(
-                        await self._topic(m.topic).send(key=m.key, value=m.value, headers=m.headers, force=True)
+                        await topic.send(
+                            key=key,
+                            value=value,
+                            partition=partition,
+                            value_serializer=serializer,
+                            headers=headers[0] if headers else None,
+                            force=True,
+                        )
                     )
                 await asyncio.gather(*pending)
                 return
-            except KafkaError as exc:  # retriable by nature here: the outputs are idempotent downstream
-                log.warning(
-                    "%s: publishing %d event(s) failed (%s); retrying in %.1f s", self.name, len(events), exc, delay
-                )
+            except KafkaError as exc:  # retriable by nature here: the writes are idempotent
+                log.warning("%s: %d send(s) failed (%s); retrying in %.1f s", self.name, len(sends), exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, PUBLISH_RETRY_MAX_S)

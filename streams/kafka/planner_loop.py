@@ -9,6 +9,7 @@ retried request after a restart still finds its pair and yields nothing new.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -53,24 +54,35 @@ class PlannerLoop(ThreadLoop):
         self.codec = KafkaCodec(naming)
         self.store: dict[str, Any] = {}
         self.topic = naming.topic("evaluations")
+        self._cluster_lost = False
 
     def _new_producer(self) -> Producer:
+        self._cluster_lost = False
         producer = Producer(
             producer_config(
                 self.bootstrap,
-                **{"transactional.id": self.naming.transactional_id(self.planner.name), "linger.ms": 1},
+                **{
+                    "transactional.id": self.naming.transactional_id(self.planner.name),
+                    "linger.ms": 1,
+                    "error_cb": self._on_client_error,
+                },
             )
         )
         producer.init_transactions(TXN_TIMEOUT_S)
         return producer
 
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            self._cluster_lost = True
+
     def run(self) -> None:
-        consumer = Consumer(consumer_config(self.bootstrap, self.name))
+        consumer = Consumer(consumer_config(self.bootstrap, self.name, error_cb=self._on_client_error))
         producer = self._new_producer()
         consumer.subscribe([self.topic], on_assign=self._rebuild)
         try:
             while not self.stopping:
                 msgs = [m for m in consumer.consume(num_messages=BATCH, timeout=0.5) if not self._is_error(m)]
+                producer.poll(0)  # serve the producer's error callback while idle
                 if msgs:
                     producer = self._transact(producer, consumer, msgs)
         finally:
@@ -101,6 +113,11 @@ class PlannerLoop(ThreadLoop):
         for m in msgs:
             offsets[(str(m.topic()), int(m.partition() or 0))] = int(m.offset() or 0) + 1
         delay = 0.2
+        if self._cluster_lost:
+            # Seen with a broker restart between transactions: the next send_offsets_to_transaction
+            # blocked far past its timeout. A fresh producer (same transactional id) starts clean.
+            log.warning("%s: the cluster was unreachable; starting a new transactional producer", self.name)
+            producer = self._new_producer()
         while True:
             produced = 0
             try:
@@ -192,7 +209,6 @@ class PlannerLoop(ThreadLoop):
         except DecodeError:
             return  # dead-lettered when it was first consumed
         if isinstance(event, EvaluationRequested):
-            try:
+            # history only: a request that failed was dead-lettered when it was first consumed
+            with contextlib.suppress(Exception):
                 self.planner.handle(self.store, event)
-            except Exception:  # noqa: S110 - dead-lettered when it was first consumed; history only
-                pass

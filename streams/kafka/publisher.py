@@ -14,7 +14,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from streams.events import Event
 from streams.kafka.clients import producer_config
-from streams.kafka.codec import KafkaCodec, OutMessage
+from streams.kafka.codec import Headers, KafkaCodec, OutMessage
 from streams.kafka.naming import Naming
 
 FLUSH_TIMEOUT_S = 60.0
@@ -41,9 +41,7 @@ class KafkaPublisher:
         """Queue one message (not yet durable: call `flush`)."""
         self.send_raw(message.topic, message.key, message.value, message.headers)
 
-    def send_raw(
-        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
-    ) -> None:
+    def send_raw(self, topic: str, key: bytes | None, value: bytes, headers: Headers | None = None) -> None:
         """Queue bytes as they are (tests inject undecodable messages with it)."""
         while True:
             try:

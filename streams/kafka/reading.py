@@ -24,9 +24,7 @@ class TopicTail:
 
     def __init__(self, bootstrap: str, naming: Naming, topics: Sequence[str]) -> None:
         self.codec = KafkaCodec(naming)
-        self._consumer = Consumer(
-            consumer_config(bootstrap, naming.group("reader"), **{"enable.partition.eof": True})
-        )
+        self._consumer = Consumer(consumer_config(bootstrap, naming.group("reader"), **{"enable.partition.eof": True}))
         parts = [
             TopicPartition(naming.topic(t), p, OFFSET_BEGINNING)
             for t in topics
@@ -78,20 +76,26 @@ def read_all(bootstrap: str, naming: Naming, topics: Sequence[str]) -> list[Even
         return tail.read_new()
 
 
-def group_lag(bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]]) -> dict[str, int]:
-    """Messages each consumer group (logical name -> logical input topics) has not committed yet."""
-    lags: dict[str, int] = {}
+def partition_lags(
+    bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]]
+) -> dict[tuple[str, str, int], int]:
+    """(group, topic, partition) -> messages the consumer group has not committed yet (logical names)."""
+    lags: dict[tuple[str, str, int], int] = {}
     for group, topics in groups.items():
         consumer = Consumer(consumer_config(bootstrap, naming.group(group)))
         try:
-            parts = [
-                TopicPartition(naming.topic(t), p) for t in topics for p in range(TOPIC_BY_NAME[t].partitions)
-            ]
-            lag = 0
+            parts = [TopicPartition(naming.topic(t), p) for t in topics for p in range(TOPIC_BY_NAME[t].partitions)]
             for tp in consumer.committed(parts, timeout=READ_TIMEOUT_S):
                 _low, high = consumer.get_watermark_offsets(tp, timeout=READ_TIMEOUT_S)
-                lag += max(0, high - max(tp.offset, 0))
-            lags[group] = lag
+                lags[(group, naming.logical(tp.topic), tp.partition)] = max(0, high - max(tp.offset, 0))
         finally:
             consumer.close()
     return lags
+
+
+def group_lag(bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    """Messages each consumer group (logical name -> logical input topics) has not committed yet."""
+    totals = dict.fromkeys(groups, 0)
+    for (group, _topic, _partition), lag in partition_lags(bootstrap, naming, groups).items():
+        totals[group] += lag
+    return totals

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from consumers.clickhouse import Warehouse, WarehouseError
 from consumers.embedded_sink import SINK_GROUP
@@ -32,6 +32,19 @@ POLL_S = 0.2
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 5.0
 FLUSH_TIMEOUT_S = 60.0
+# Commit errors that mean "not now" rather than "not yours" (librdkafka does not flag them retriable).
+RETRY_COMMIT = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+    }
+)
 
 
 class SinkStopped(Exception):
@@ -122,15 +135,30 @@ class SinkLoop(ThreadLoop):
         if batch:
             self._retry(consumer, lambda: self._write(batch))
         if offsets:
-            consumer.commit(
-                offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False
-            )
-            self.commits += 1
+            self._commit(consumer, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
         self.dead_letters += len(letters)
         for end in ends:  # only once this batch is durable
             self._at_end[end] = True
         if offsets:
             self.progress.tick(handled=len(batch) + len(letters), dead_letters=len(letters))
+
+    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+        """Commit a durable batch's offsets. While the coordinator moves or the cluster is away the commit
+        is retried; if the partitions moved on, the batch is left to be redelivered (harmless)."""
+        delay = FIRST_BACKOFF_S
+        while True:
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+                self.commits += 1
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if not (err.retriable() or err.code() in RETRY_COMMIT) or self.stopping:
+                    log.warning("%s: offsets not committed (%s); the batch will be redelivered", self.name, err)
+                    return
+                log.warning("%s: commit failed (%s); retrying in %.1f s", self.name, err, delay)
+                self.wait(delay)
+                delay = min(delay * 2, self.max_backoff_s)
 
     def _write(self, batch: Sequence[Delivered]) -> None:
         self.rows += write_batch(self.warehouse, batch)

@@ -1,9 +1,9 @@
-"""A processor's view of its faust Table: reads go through, writes wait until the outputs are durable.
+"""A processor's view of its faust Table: reads go through, writes are held until the outputs are durable.
 
 Order matters for at-least-once: if a "done" marker reached the changelog before the outputs it
 stands for reached their topics, a crash in between would lose those outputs for good (the redelivered
 event would find the marker and emit nothing). So the agent publishes and awaits the outputs first,
-then applies the staged writes; a crash in between only re-emits the same outputs (same event ids).
+then writes the staged changes; a crash in between only re-emits the same outputs (same event ids).
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 _DELETED = object()
+DELETED = _DELETED
+# The changelog seed record's key (faust_worker); no processor key starts with a NUL.
+SEED_KEY = "\x00seed"
 
 
 class StagedStore(MutableMapping[str, Any]):
@@ -20,6 +23,8 @@ class StagedStore(MutableMapping[str, Any]):
         self._writes: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
+        if key == SEED_KEY:
+            raise KeyError(key)
         if key in self._writes:
             value = self._writes[key]
             if value is _DELETED:
@@ -38,6 +43,8 @@ class StagedStore(MutableMapping[str, Any]):
     def __iter__(self) -> Iterator[str]:
         seen = set()
         for key in list(self._table.keys()):
+            if key == SEED_KEY:
+                continue
             seen.add(key)
             if self._writes.get(key) is not _DELETED:
                 yield key
@@ -48,16 +55,13 @@ class StagedStore(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def apply(self) -> int:
-        """Write the staged changes to the table (unchanged values are not rewritten); returns how many."""
-        written = 0
+    def changes(self) -> list[tuple[str, Any]]:
+        """The staged writes that change the table: (key, value), value `DELETED` for a removal."""
+        out: list[tuple[str, Any]] = []
         for key, value in self._writes.items():
             if value is _DELETED:
                 if key in self._table:
-                    del self._table[key]
-                    written += 1
+                    out.append((key, DELETED))
             elif self._table.get(key) != value:
-                self._table[key] = value
-                written += 1
-        self._writes = {}
-        return written
+                out.append((key, value))
+        return out

@@ -71,7 +71,7 @@ def loads(data: bytes) -> Any:
     return from_plain(json.loads(data))
 
 
-class StoreCodec(Codec):  # type: ignore[misc]
+class StoreCodec(Codec):
     def _dumps(self, obj: Any) -> bytes:
         return dumps(obj)
 
@@ -79,7 +79,7 @@ class StoreCodec(Codec):  # type: ignore[misc]
         return loads(s)
 
 
-class KeyCodec(Codec):  # type: ignore[misc]
+class KeyCodec(Codec):
     """Store keys are str; on the changelog they are their UTF-8 bytes, exactly like the input keys,
     so a murmur2 partitioner puts a key's changelog entry on its input partition."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +22,11 @@ from streams.events import EvaluationRequested
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
+from streams.kafka.reading import read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
+from streams.topics import ALL_TOPICS
 from tests.integration.kafka_broker import unique_name
 
 TABLES = sorted(TABLE_BY_EVENT.values())
@@ -47,8 +50,20 @@ def demo_requests(evaluator_version: str = "1.1.0") -> list[EvaluationRequested]
     ]
 
 
+# The judge's verdict cache records whether a verdict was a cache hit ("cached": true). Hits depend on what
+# the grading process judged before (the demo judges demo:1.3.0's cases in both evaluations), so a
+# restarted or differently-ordered grader flips the flag while every judgement stays the same. It is the
+# one process-history-dependent value in the tables; comparisons mask it (reported to its owners).
+_CACHE_FLAG = '"cached":true'
+
+
+def _masked(value: Any) -> Any:
+    return value.replace(_CACHE_FLAG, '"cached":false') if isinstance(value, str) else value
+
+
 def table_rows(warehouse: Warehouse, table: str) -> list[tuple[Any, ...]]:
-    return list(warehouse.query(f"SELECT * FROM {table} FINAL ORDER BY ALL").rows)
+    rows = warehouse.query(f"SELECT * FROM {table} FINAL ORDER BY ALL").rows
+    return sorted((tuple(_masked(v) for v in row) for row in rows), key=repr)
 
 
 def table_counts(warehouse: Warehouse, tables: Sequence[str] = TABLES) -> dict[str, int]:
@@ -83,10 +98,19 @@ def differences(expected: Reference, warehouse: Warehouse, tables: Sequence[str]
     for table in tables:
         got = table_rows(warehouse, table)
         want = expected.rows[table]
-        if got != want:
-            extra = [r for r in got if r not in want][:2]
-            missing = [r for r in want if r not in got][:2]
-            problems.append(f"{table}: {len(got)} rows vs {len(want)}; extra {extra!r:.600}; missing {missing!r:.600}")
+        if got == want:
+            continue
+        problems.append(f"{table}: {len(got)} rows, reference {len(want)}")
+        columns = warehouse.query(f"SELECT * FROM {table} LIMIT 0").columns
+        by_id = {r[0]: r for r in want}
+        for row in [r for r in got if r not in want][:3]:
+            ref = by_id.get(row[0])
+            if ref is None:
+                problems.append(f"  extra row {row!r:.300}")
+                continue
+            for name, a, b in zip(columns, row, ref, strict=True):
+                if a != b:
+                    problems.append(f"  {row[0]} {name}: {a!r:.400} != reference {b!r:.400}")
     return problems
 
 
@@ -146,9 +170,74 @@ def run_on_kafka(
             try:
                 await group.wait_for(complete, timeout_s=timeout_s, what="reference row counts")
             except TimeoutError as exc:
-                raise TimeoutError(f"{exc}: have {table_counts(warehouse)}, want {want}") from None
+                on_topics = Counter(type(e).__name__ for e in read_all(bootstrap, naming, [t.name for t in ALL_TOPICS]))
+                raise TimeoutError(
+                    f"{exc}: have {table_counts(warehouse)}, want {want}; on the topics: {dict(on_topics)}"
+                ) from None
             await group.wait_idle(idle_s=1.0, timeout_s=timeout_s)
 
     started = time.monotonic()
     asyncio.run(main())
     print(f"pipeline on Kafka ({naming.prefix}) took {time.monotonic() - started:.1f} s")
+
+
+def grader_diagnosis(bootstrap: str, naming: Naming, version: str = "1.1.0") -> str:
+    """For a failed run: each ungraded case, where its events are, the group's offsets and its store entry."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from streams.events import CaseFinished, CaseVerdicted, TwinCallRecorded
+    from streams.kafka.store_codec import loads
+
+    raw = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": naming.group(f"grader-{version}"), "enable.partition.eof": True}
+    )
+    lines = []
+    positions: dict[str, list[tuple[int, int, str]]] = {}
+    for topic in ("cases", "twin-calls"):
+        raw.assign([TopicPartition(naming.topic(topic), p, OFFSET_BEGINNING) for p in range(6)])
+        eof = 0
+        while eof < 6:
+            m = raw.poll(5)
+            if m is None:
+                break
+            if m.error():
+                eof += 1
+                continue
+            positions.setdefault((m.key() or b"").decode(), []).append((m.partition() or 0, m.offset() or 0, topic))
+    committed = raw.committed(
+        [TopicPartition(naming.topic(t), p) for t in ("cases", "twin-calls") for p in range(6)], timeout=30
+    )
+    lines.append("committed: " + ", ".join(f"{tp.topic[-10:]}/{tp.partition}={tp.offset}" for tp in committed))
+    changelog: dict[str, Any] = {}
+    raw.assign(
+        [TopicPartition(naming.group(f"grader-{version}") + "-store-changelog", p, OFFSET_BEGINNING) for p in range(6)]
+    )
+    eof = 0
+    while eof < 6:
+        m = raw.poll(5)
+        if m is None:
+            break
+        if m.error():
+            eof += 1
+            continue
+        changelog[(m.key() or b"").decode()] = (m.partition(), m.offset(), loads(m.value() or b"null"))
+    raw.close()
+    events = read_all(bootstrap, naming, ["cases", "verdicts", "twin-calls"])
+    graded = {e.case_id for e in events if isinstance(e, CaseVerdicted)}
+    for e in events:
+        if isinstance(e, CaseFinished) and e.case_id not in graded:
+            calls = sum(1 for x in events if isinstance(x, TwinCallRecorded) and x.case_id == e.case_id)
+            entry = changelog.get(e.case_id)
+            summary = None
+            if entry is not None:
+                value = entry[2]
+                summary = (
+                    entry[0],
+                    entry[1],
+                    {k: (len(v) if isinstance(v, dict) else bool(v)) for k, v in value.items()},
+                )
+            lines.append(
+                f"ungraded {e.case_id}: records {e.record_count}, calls {calls}, "
+                f"at {positions.get(e.case_id)}, store {summary}"
+            )
+    return "\n".join(lines)

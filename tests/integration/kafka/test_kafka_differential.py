@@ -35,7 +35,8 @@ def test_demo_on_kafka_matches_the_embedded_runtime(
             warehouse=warehouse,
             naming=new_naming(),
         )
-        assert differences(reference, warehouse) == []
+        problems = differences(reference, warehouse)
+        assert problems == [], "\n".join(problems)
         counts = table_counts(warehouse)
     assert counts["dead_letters"] == 0
     assert all(counts[t] > 0 for t in COMPARED if t != "reviews")

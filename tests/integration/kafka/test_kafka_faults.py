@@ -24,6 +24,7 @@ from streams.kafka.sink_loop import SinkLoop
 from tests.integration.kafka.kafka_pipeline_support import (
     Reference,
     differences,
+    grader_diagnosis,
     new_naming,
     run_on_kafka,
     table_rows,
@@ -54,7 +55,12 @@ class GraderProcess:
             sys.executable, "-m", "agenttwin.kafka_cli", "worker", "grader", "--evaluator-version", "1.1.0",
             "--kafka", bootstrap, "--topic-prefix", naming.prefix,
         ]  # fmt: skip
-        self.env = {**os.environ, "AGENTTWIN_DATA_DIR": str(data_dir), "PYTHONWARNINGS": "ignore"}
+        self.env = {
+            **os.environ,
+            "AGENTTWIN_DATA_DIR": str(data_dir),
+            "PYTHONWARNINGS": "ignore",
+            "AGENTTWIN_KAFKA_LOG": "INFO",
+        }
         self.log = data_dir / "grader.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -108,10 +114,12 @@ def test_grader_killed_with_sigkill_mid_stream_and_restarted(
         grader.start()
 
     with warehouse_for(chdb_root, "kafka_kill") as warehouse:
-        run_on_kafka(
-            kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=NOT_GRADER, scenario=scenario
-        )
-        assert differences(reference, warehouse) == []
+        try:
+            run_on_kafka(kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=NOT_GRADER, scenario=scenario)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{grader_diagnosis(kafka_bootstrap, naming)}") from None
+        problems = differences(reference, warehouse)
+        assert problems == [], "\n".join(problems)
 
 
 @pytest.mark.kafka
@@ -132,7 +140,8 @@ def test_broker_restart_while_events_flow(
 
     with warehouse_for(chdb_root, "kafka_restart") as warehouse:
         run_on_kafka(kafka_bootstrap, naming, warehouse, reference, tmp_path, scenario=scenario, timeout_s=150)
-        assert differences(reference, warehouse) == []
+        problems = differences(reference, warehouse)
+        assert problems == [], "\n".join(problems)
 
 
 # About 1% of the demo's 576 events: undecodable values on four input topics, interleaved with the requests.
@@ -141,7 +150,7 @@ GARBAGE: Sequence[tuple[str, bytes | None, bytes]] = (
     ("case-plans", b"case-garbage-1", b"\xc3\x01" + b"\x00" * 8 + b"unknown fingerprint"),
     ("case-plans", None, b""),
     ("twin-calls", b"case-garbage-2", b"\xc3\x01\xff"),
-    ("twin-calls", b"case-garbage-3", b"{\"json\": true}"),
+    ("twin-calls", b"case-garbage-3", b'{"json": true}'),
     ("spans", b"trace-garbage", b"\x00\x00\x00\x00\x01confluent-framed"),
 )
 # who reads each topic besides the sink
@@ -168,7 +177,8 @@ def test_undecodable_messages_all_land_in_the_dead_letters(
             kafka_bootstrap, naming, warehouse, reference, tmp_path, scenario=scenario,
             expected_dead_letters=expected_letters,
         )  # fmt: skip
-        assert differences(reference, warehouse) == []
+        problems = differences(reference, warehouse)
+        assert problems == [], "\n".join(problems)
         letters = warehouse.query(
             "SELECT stage, source_topic, source_offset, original_value, error_class FROM dead_letters FINAL"
         ).as_dicts()
@@ -203,7 +213,9 @@ class FlakyWarehouse:
     def execute(self, sql: str) -> None:
         self.real.execute(sql)
 
-    def insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None) -> None:
+    def insert(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
+    ) -> None:
         if self.failures_left > 0:
             self.failures_left -= 1
             self.failed += 1
