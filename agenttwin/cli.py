@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, pipeline_commands, traces_cli
+from agenttwin import commands, kafka_cli, pipeline_commands, traces_cli
 from agenttwin.errors import CliError, user_error_types
 from agenttwin.settings import load_settings
 
@@ -64,21 +64,30 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     ev.add_argument("--json", action="store_true", help="print the full comparison document")
     _data_dir_arg(ev)
+    _kafka_arg(ev)
+    ev.add_argument(
+        "--workers-running",
+        action="store_true",
+        help="with Kafka: `agenttwin worker ...` processes do the work (default: run them in this process)",
+    )
     ev.set_defaults(func=pipeline_commands.evaluate)
 
     demo = sub.add_parser("demo", help="the field notes' story: 1.3.0 vs 1.2.4 and 1.3.1 vs 1.3.0, end to end")
     _data_dir_arg(demo)
+    _kafka_arg(demo)
     demo.set_defaults(func=pipeline_commands.demo)
 
     rp = sub.add_parser("replay", help="re-grade every stored case under an evaluator version (from offset 0)")
     rp.add_argument("--evaluator-version", required=True, help="e.g. 1.0.0 or 1.1.0")
     _data_dir_arg(rp)
+    _kafka_arg(rp)
     rp.set_defaults(func=pipeline_commands.replay)
 
     q = sub.add_parser("sql", help="query the ClickHouse projections")
     q.add_argument("query", metavar="SQL")
     q.add_argument("--format", choices=("table", "json", "csv"), default="table")
     _data_dir_arg(q)
+    _kafka_arg(q)
     q.set_defaults(func=pipeline_commands.sql)
 
     events = sub.add_parser("events", help="read the event topics")
@@ -104,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     rv.set_defaults(func=pipeline_commands.review)
 
     traces_cli.register(sub)
+    kafka_cli.add_worker_parser(sub)
 
     da = sub.add_parser("demo-agent", help="the Demo Co agent behind the HTTP agent interface")
     da_sub = da.add_subparsers(dest="demo_agent_command", required=True, metavar="SUBCOMMAND")
@@ -112,6 +122,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8090)
     serve.set_defaults(func=commands.demo_agent_serve)
     return p
+
+
+def _kafka_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kafka",
+        metavar="BOOTSTRAP",
+        help="run through this Kafka cluster instead of the embedded log (default: $KAFKA_BOOTSTRAP_SERVERS)",
+    )
 
 
 def _data_dir_arg(p: argparse.ArgumentParser) -> None:

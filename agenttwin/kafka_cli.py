@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -109,6 +108,7 @@ def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="bootstrap servers (default: KAFKA_BOOTSTRAP_SERVERS)")
     p.add_argument("--topic-prefix", default="", help="prefix of every topic, group and transactional id")
+    p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=worker_command)
     return p
 
@@ -118,9 +118,7 @@ def worker_command(args: argparse.Namespace) -> int:
     bootstrap = resolve_bootstrap(args.kafka, settings)
     naming = Naming(args.topic_prefix)
     versions = args.evaluator_versions or [DEFAULT_EVALUATOR_SET]
-    logging.basicConfig(
-        level=os.environ.get("AGENTTWIN_KAFKA_LOG", "WARNING"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ensure_topics(bootstrap, naming)
     if args.kind == "alerts":
         tail_alerts(bootstrap, naming=naming)
@@ -305,12 +303,17 @@ def replay_on_kafka(
     refine: Refine | None = None,
 ) -> ReplayResult:
     """Re-grade everything on the topics under `version`: grader-<version> and comparator-<version> start
-    as new consumer groups from offset 0 and run until their groups have no lag (the sink too, if a
-    warehouse is given). The old version's verdicts stay; the new ones land beside them."""
+    as new consumer groups from offset 0 and run until their groups have no lag; the outcome join (one
+    group for all versions) and, if a warehouse is given, the sink resume and take the new events in.
+    The old version's verdicts stay; the new ones land beside them."""
     settings = settings or load_settings()
     naming = naming or Naming()
     ensure_topics(bootstrap, naming)
-    kinds = ("grader", "comparator", "sink") if warehouse is not None else ("grader", "comparator")
+    # the outcome join is one group for all versions: it resumes where it was and joins the new version's
+    # verified outcomes (its contradictions carry the evaluator version)
+    kinds: tuple[str, ...] = ("grader", "comparator", "outcome-join")
+    if warehouse is not None:
+        kinds += ("sink",)
     workers = build_workers(
         kinds,
         bootstrap,
@@ -330,7 +333,10 @@ def replay_on_kafka(
 
 
 async def _replay(bootstrap: str, version: str, workers: Sequence[Worker], naming: Naming, timeout_s: float) -> None:
-    stages = ({f"grader-{version}": ("cases", "twin-calls")}, {f"comparator-{version}": ("verdicts",)})
+    stages = (
+        {f"grader-{version}": ("cases", "twin-calls")},
+        {f"comparator-{version}": ("verdicts",), "outcome-join": ("spans", "verified-outcomes")},
+    )
     async with WorkerGroup(workers) as group:
         for stage in stages:  # the comparator's input grows while the grader replays: wait in order
             await group.wait_for(

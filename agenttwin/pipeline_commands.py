@@ -37,6 +37,20 @@ def _open(args: argparse.Namespace) -> tuple[Settings, Embedded]:
     return settings, open_embedded(settings, data_dir)
 
 
+def _kafka(args: argparse.Namespace, settings: Settings) -> str | None:
+    """The Kafka bootstrap when the command should run on Kafka: --kafka, else KAFKA_BOOTSTRAP_SERVERS."""
+    value = (getattr(args, "kafka", None) or settings.kafka_bootstrap_servers or "").strip()
+    return value or None
+
+
+def _kafka_warehouse(args: argparse.Namespace, settings: Settings) -> Any:
+    from consumers.clickhouse import open_warehouse
+
+    root = Path(args.data_dir).expanduser() if getattr(args, "data_dir", None) else settings.resolved_data_dir
+    root.mkdir(parents=True, exist_ok=True)
+    return open_warehouse(settings.clickhouse_url, root)
+
+
 def _progress(label: str, total: int) -> tuple[Progress, Any]:
     bar = Progress(total, label)
 
@@ -61,6 +75,28 @@ def evaluate(args: argparse.Namespace) -> int:
     version = _version(args.evaluator_version)
     check_agent_spec(args.baseline)  # a bad spec or a missing model key stops here, before any case runs
     check_agent_spec(args.candidate)
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import evaluate_on_kafka
+
+        request = evaluation_request(
+            args.baseline,
+            args.candidate,
+            suite=args.suite,
+            twin=args.twin,
+            seed=args.seed,
+            evaluation_id=args.evaluation_id,
+            evaluator_version=version,
+        )
+        started = time.perf_counter()
+        with _kafka_warehouse(args, settings) as wh:
+            report = evaluate_on_kafka(bootstrap, request, local_workers=not args.workers_running, warehouse=wh)
+        assert not isinstance(report, list)
+        doc = report.to_dict()
+        doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
+        out(to_json(doc) if args.json else render_report(doc))
+        return 0
     settings, emb = _open(args)
     with emb:
         request = evaluation_request(
@@ -139,70 +175,96 @@ def _counts_line(counts: dict[str, int]) -> str:
 
 def demo(args: argparse.Namespace) -> int:
     version = DEFAULT_EVALUATOR_SET
+    settings = load_settings()
+    requests = [
+        evaluation_request(
+            b, c, suite=["demo"], twin=None, seed=DEMO_SEED, evaluation_id=None, evaluator_version=version
+        )
+        for b, c in DEMO_PAIRS
+    ]
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import evaluate_on_kafka
+
+        with _kafka_warehouse(args, settings) as wh:
+            evaluate_on_kafka(bootstrap, requests, local_workers=True, warehouse=wh)
+            out(f"AgentTwin demo: the field notes' story on Kafka ({bootstrap})\n")
+            _print_demo(wh, requests, version)
+        return 0
     settings, emb = _open(args)
     with emb:
-        requests = [
-            evaluation_request(
-                b, c, suite=["demo"], twin=None, seed=DEMO_SEED, evaluation_id=None, evaluator_version=version
-            )
-            for b, c in DEMO_PAIRS
-        ]
         emb.runtime.publish(requests)
         bar, step = _progress("running the demo pipeline", total=len(requests) * 9 * 2 * 12)
         stats = run_pipeline(emb, [version], judge_refiner(settings), progress=step)
         bar.close()
-        wh = emb.warehouse
         out(f"AgentTwin demo: the field notes' story on the embedded runtime (data in {emb.runtime.data_dir})\n")
-        for request in requests:
-            eid = request.evaluation_id
-            rows = wh.query(
-                "SELECT scenario_name, classification, reason FROM v_comparisons "
-                f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} ORDER BY scenario_name"
-            ).rows
-            counts: dict[str, int] = {}
-            for _, cls, _ in rows:
-                counts[cls] = counts.get(cls, 0) + 1
-            out(f"== {request.candidate_agent} (candidate) vs {request.baseline_agent} (baseline) · {eid}")
-            out(table(["scenario", "classification", "reason"], [list(r) for r in rows], max_width=90))
-            out("   " + _counts_line({k: counts[k] for k in _WORDS if k in counts}))
-            divs = wh.query(
-                "SELECT scenario_name, divergence_summary, divergence_impact FROM v_comparisons "
-                f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} "
-                "AND classification != 'UNCHANGED' AND divergence_summary IS NOT NULL ORDER BY scenario_name"
-            ).rows
-            if divs:
-                out("   First divergence of each changed case:")
-                for name, summary, impact in divs:
-                    out(f"   - {name}: {summary}")
-                    if impact:
-                        out(f"     {impact}")
-            out("")
-        alerts = wh.query(
-            "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail "
-            "FROM v_contradictions AS k LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
-            f"WHERE k.evaluator_version = {lit(version)} ORDER BY k.agent, k.scenario_name, k.case_id"
-        ).rows
-        out("== Contradiction alerts: the agent claimed SUCCESS, the twin's state says otherwise")
-        seen: set[tuple[str, str]] = set()
-        for agent, scenario, claimed, verified, reply, detail in alerts:
-            if (agent, scenario) in seen:  # the same agent version appears in both evaluations
-                continue
-            seen.add((agent, scenario))
-            out(f"- {agent} on {scenario}: claimed {claimed}, verified {verified}")
-            out(f'    reply: "{reply}"')
-            out(f"    evidence: {detail}")
-        if not alerts:
-            out("(none)")
-        out(
-            f"\n{stats.run.produced} new events, {stats.sink.rows} rows projected. Explore the same facts in "
-            "ClickHouse, e.g.:\n"
-            '  agenttwin sql "SELECT candidate_agent, classification, count() FROM v_comparisons GROUP BY ALL"'
-        )
+        _print_demo(emb.warehouse, requests, version)
+        out(f"{stats.run.produced} new events, {stats.sink.rows} rows projected.")
     return 0
+
+
+def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
+    for request in requests:
+        eid = request.evaluation_id
+        rows = wh.query(
+            "SELECT scenario_name, classification, reason FROM v_comparisons "
+            f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} ORDER BY scenario_name"
+        ).rows
+        counts: dict[str, int] = {}
+        for _, cls, _ in rows:
+            counts[cls] = counts.get(cls, 0) + 1
+        out(f"== {request.candidate_agent} (candidate) vs {request.baseline_agent} (baseline) · {eid}")
+        out(table(["scenario", "classification", "reason"], [list(r) for r in rows], max_width=90))
+        out("   " + _counts_line({k: counts[k] for k in _WORDS if k in counts}))
+        divs = wh.query(
+            "SELECT scenario_name, divergence_summary, divergence_impact FROM v_comparisons "
+            f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} "
+            "AND classification != 'UNCHANGED' AND divergence_summary IS NOT NULL ORDER BY scenario_name"
+        ).rows
+        if divs:
+            out("   First divergence of each changed case:")
+            for name, summary, impact in divs:
+                out(f"   - {name}: {summary}")
+                if impact:
+                    out(f"     {impact}")
+        out("")
+    alerts = wh.query(
+        "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail "
+        "FROM v_contradictions AS k LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
+        f"WHERE k.evaluator_version = {lit(version)} ORDER BY k.agent, k.scenario_name, k.case_id"
+    ).rows
+    out("== Contradiction alerts: the agent claimed SUCCESS, the twin's state says otherwise")
+    seen: set[tuple[str, str]] = set()
+    for agent, scenario, claimed, verified, reply, detail in alerts:
+        if (agent, scenario) in seen:  # the same agent version appears in both evaluations
+            continue
+        seen.add((agent, scenario))
+        out(f"- {agent} on {scenario}: claimed {claimed}, verified {verified}")
+        out(f'    reply: "{reply}"')
+        out(f"    evidence: {detail}")
+    if not alerts:
+        out("(none)")
+    out(
+        "\nExplore the same facts in ClickHouse, e.g.:\n"
+        '  agenttwin sql "SELECT candidate_agent, classification, count() FROM v_comparisons GROUP BY ALL"'
+    )
 
 
 def replay(args: argparse.Namespace) -> int:
     version = _version(args.evaluator_version)
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import replay_on_kafka
+
+        with _kafka_warehouse(args, settings) as wh:
+            result = replay_on_kafka(bootstrap, version, warehouse=wh)
+            out(
+                f"Replayed the topics from offset 0 under evaluator {version} (new consumer groups): "
+                f"{result.verdicts} verdicts, {result.comparisons} comparisons."
+            )
+            _print_verdicts_by_version(wh)
+        return 0
     settings, emb = _open(args)
     with emb:
         if not any(isinstance(e, PairPlanned) for e in emb.runtime.read_events("evaluations")):
@@ -210,24 +272,37 @@ def replay(args: argparse.Namespace) -> int:
         bar, step = _progress(f"replaying under evaluator {version}", total=emb.runtime.log.end_offset("cases") * 6)
         stats = run_pipeline(emb, [version], judge_refiner(settings), simulate=False, progress=step)
         bar.close()
-        rows = emb.warehouse.query(
-            "SELECT evaluator_version, countIf(status = 'PASSED') AS passed, countIf(status = 'FAILED') AS failed, "
-            "countIf(status = 'ERRORED') AS errored FROM v_verdicts_by_evaluator GROUP BY evaluator_version "
-            "ORDER BY evaluator_version"
-        ).rows
         out(f"Replayed from offset 0 under evaluator {version}: {stats.run.produced} new events.")
-        out("Verdicts by evaluator version (earlier versions stay):")
-        out(table(["evaluator_version", "passed", "failed", "errored"], [list(r) for r in rows]))
+        _print_verdicts_by_version(emb.warehouse)
     return 0
 
 
-def sql(args: argparse.Namespace) -> int:
-    _, emb = _open(args)
-    with emb:
-        from consumers.embedded_sink import sync
+def _print_verdicts_by_version(wh: Any) -> None:
+    rows = wh.query(
+        "SELECT evaluator_version, countIf(status = 'PASSED') AS passed, countIf(status = 'FAILED') AS failed, "
+        "countIf(status = 'ERRORED') AS errored FROM v_verdicts_by_evaluator GROUP BY evaluator_version "
+        "ORDER BY evaluator_version"
+    ).rows
+    out("Verdicts by evaluator version (earlier versions stay):")
+    out(table(["evaluator_version", "passed", "failed", "errored"], [list(r) for r in rows]))
 
-        sync(emb.runtime, emb.warehouse)  # project anything new first
-        result = emb.warehouse.query(args.query)
+
+def sql(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import sync_warehouse_from_kafka
+
+        with _kafka_warehouse(args, settings) as wh:
+            sync_warehouse_from_kafka(bootstrap, wh)  # project anything new first
+            result = wh.query(args.query)
+    else:
+        _, emb = _open(args)
+        with emb:
+            from consumers.embedded_sink import sync
+
+            sync(emb.runtime, emb.warehouse)  # project anything new first
+            result = emb.warehouse.query(args.query)
     rows = [list(r) for r in result.rows]
     if args.format == "json":
         out(to_json([dict(zip(result.columns, r, strict=True)) for r in rows]).replace("\n", "\n"))
