@@ -19,6 +19,7 @@ from typing import Any
 
 import faust
 from aiokafka.errors import KafkaError
+from confluent_kafka import KafkaException
 
 from streams.embedded import DecodeError
 from streams.events import Event
@@ -179,16 +180,25 @@ class FaustWorker:
             await asyncio.sleep(WATCH_INTERVAL_S)
             if time.monotonic() - self.progress.last < STALL_S:
                 continue
-            lags = await asyncio.to_thread(partition_lags, self._bootstrap, self._naming, inputs)
+            try:
+                lags = await asyncio.to_thread(partition_lags, self._bootstrap, self._naming, inputs)
+            except KafkaException as exc:  # cluster away or coordinator moving: look again next round
+                log.warning("%s: watchdog could not read the group's lag: %s", self.name, exc)
+                continue
             stuck = {tp: lag for tp, lag in lags.items() if lag > 1}
             if not stuck or time.monotonic() - self.progress.last < STALL_S:
                 continue
             log.warning("%s: no progress for %.0f s with lag %s; restarting the faust app", self.name, STALL_S, stuck)
-            await self.app.stop()
-            self.app, self.table = self._build_app()
-            self.restarts += 1
-            self.progress.tick()
-            await self.app.start()
+            try:
+                await asyncio.wait_for(self.app.stop(), RESTART_TIMEOUT_S)
+                self.app, self.table = self._build_app()
+                self.restarts += 1
+                self.progress.tick()
+                await asyncio.wait_for(self.app.start(), RESTART_TIMEOUT_S)
+            except Exception:  # the watchdog is a boundary that must keep watching; recorded, retried
+                log.exception("%s: restarting the faust app failed; trying again later", self.name)
+            else:
+                log.warning("%s: faust app restarted (%d so far)", self.name, self.restarts)
 
     async def _agent(self, stream: faust.StreamT[bytes]) -> None:
         async for event in stream.events():

@@ -117,7 +117,7 @@ class PlannerLoop(ThreadLoop):
             # Seen with a broker restart between transactions: the next send_offsets_to_transaction
             # blocked far past its timeout. A fresh producer (same transactional id) starts clean.
             log.warning("%s: the cluster was unreachable; starting a new transactional producer", self.name)
-            producer = self._new_producer()
+            producer = self._fresh_producer()
         while True:
             produced = 0
             try:
@@ -139,13 +139,13 @@ class PlannerLoop(ThreadLoop):
                 err: KafkaError = exc.args[0]
                 log.warning("%s: transaction failed (%s); redoing the batch", self.name, err)
                 self.store = dict(snapshot)
-                if err.fatal():
-                    producer = self._new_producer()  # init_transactions fences the old instance
-                else:
-                    self._abort(producer)
                 if self.wait(delay):
                     raise
                 delay = min(delay * 2, MAX_BACKOFF_S)
+                if err.fatal() or not self._abort(producer):
+                    # a new instance with the same transactional id fences the old one and aborts
+                    # whatever transaction it left open
+                    producer = self._fresh_producer()
 
     @staticmethod
     def _produce(producer: Producer, topic: str, key: bytes, value: bytes, headers: Any) -> None:
@@ -166,15 +166,30 @@ class PlannerLoop(ThreadLoop):
                     raise
                 time.sleep(0.2)
 
-    def _abort(self, producer: Producer) -> None:
-        while True:
+    def _abort(self, producer: Producer, attempts: int = 3) -> bool:
+        """Abort the open transaction; False if that did not work (the caller replaces the producer)."""
+        for _ in range(attempts):
             try:
                 producer.abort_transaction(TXN_TIMEOUT_S)
-                return
+                return True
             except KafkaException as exc:
+                log.warning("%s: abort failed (%s)", self.name, exc.args[0])
                 if not exc.args[0].retriable() or self.stopping:
-                    raise
+                    return False
                 time.sleep(0.2)
+        return False
+
+    def _fresh_producer(self) -> Producer:
+        """A new transactional producer, retried while the cluster is unreachable."""
+        delay = 0.2
+        while True:
+            try:
+                return self._new_producer()
+            except KafkaException as exc:
+                if self.wait(delay):
+                    raise
+                log.warning("%s: no transactional producer yet (%s); retrying", self.name, exc.args[0])
+                delay = min(delay * 2, MAX_BACKOFF_S)
 
     def _rebuild(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Re-plan each assigned partition's committed history into the store (outputs discarded)."""

@@ -53,13 +53,12 @@ class GraderProcess:
     def __init__(self, bootstrap: str, naming: Naming, data_dir: Path) -> None:
         self.args = [
             sys.executable, "-m", "agenttwin.kafka_cli", "worker", "grader", "--evaluator-version", "1.1.0",
-            "--kafka", bootstrap, "--topic-prefix", naming.prefix,
+            "--kafka", bootstrap, "--topic-prefix", naming.prefix, "--log-level", "INFO",
         ]  # fmt: skip
         self.env = {
             **os.environ,
             "AGENTTWIN_DATA_DIR": str(data_dir),
             "PYTHONWARNINGS": "ignore",
-            "AGENTTWIN_KAFKA_LOG": "INFO",
         }
         self.log = data_dir / "grader.log"
         self.proc: subprocess.Popen[bytes] | None = None
