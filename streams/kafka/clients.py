@@ -7,6 +7,7 @@ auto-commit and read only committed transactions.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -72,9 +73,16 @@ def ensure_topics(bootstrap: str, naming: Naming, *, timeout_s: float = ADMIN_TI
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
-    metadata = admin.list_topics(timeout=timeout_s).topics
+    # A just-created topic (ours or a concurrent creator's) can show up in metadata without its partitions
+    # for a moment: re-read until every count is there, then insist on the declared ones.
+    deadline = time.monotonic() + timeout_s
+    while True:
+        metadata = admin.list_topics(timeout=timeout_s).topics
+        counts = {name: len(metadata[name].partitions) if name in metadata else 0 for name in wanted}
+        if all(counts.values()) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     for name, t in wanted.items():
-        have = len(metadata[name].partitions) if name in metadata else 0
-        if have != t.partitions:
-            raise RuntimeError(f"topic {name} has {have} partitions, streams/topics.py declares {t.partitions}")
+        if counts[name] != t.partitions:
+            raise RuntimeError(f"topic {name} has {counts[name]} partitions, streams/topics.py declares {t.partitions}")
     return created

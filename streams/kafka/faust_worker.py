@@ -39,6 +39,7 @@ TICK_INTERVAL_S = 5.0
 SESSION_TIMEOUT_S = 10.0
 WATCH_INTERVAL_S = 5.0
 STALL_S = 12.0  # longer than the session timeout: a join that waits for a dead member is not a stall
+RESTART_TIMEOUT_S = 60.0
 PUBLISH_RETRY_MAX_S = 5.0
 
 
