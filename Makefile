@@ -47,6 +47,10 @@ bench: install
 bench-ingest: install kafka-up
 	$(BIN)/python benchmarks/bench_ingest.py --kafka 127.0.0.1:9092
 
+## End-to-end events/s on Kafka (produce -> processors -> ClickHouse) beside the raw ceiling of the same run.
+bench-kafka: install kafka-up
+	$(BIN)/python benchmarks/bench_kafka.py --kafka 127.0.0.1:9092
+
 kafka-up:
 	bash infra/kafka/kafka.sh up
 
