@@ -17,14 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agenttwin.errors import CliError
-from agenttwin.pipeline import Refine, judge_refiner
+from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
-from evaluation.pairing import BASELINE, CANDIDATE
-from evaluation.results import GradedCase
-from evaluation.summary import EvaluationReport, build_report
+from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
-from streams.convert import graded_from_verdict
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
 from streams.kafka.alerts import tail_alerts
 from streams.kafka.clients import ensure_topics
@@ -156,31 +153,6 @@ async def _serve(workers: Sequence[Worker]) -> None:
 
 
 # --- evaluate / replay / sink on Kafka ----------------------------------------------------------
-
-
-def report_from_events(events: Sequence[Event], evaluation_id: str, evaluator_version: str) -> EvaluationReport:
-    """The comparison document of an evaluation from its PairPlanned and verdict events."""
-    pair = next((e for e in events if isinstance(e, PairPlanned) and e.evaluation_id == evaluation_id), None)
-    if pair is None:
-        raise LookupError(f"no planned pair for evaluation {evaluation_id}")
-    sides: dict[str, dict[str, GradedCase]] = {BASELINE: {}, CANDIDATE: {}}
-    for e in events:
-        if (
-            isinstance(e, CaseVerdicted)
-            and e.evaluation_id == evaluation_id
-            and e.evaluator_version == evaluator_version
-        ):
-            sides[e.side][e.case_id] = graded_from_verdict(e)
-    return build_report(
-        evaluation_id=evaluation_id,
-        baseline_agent=pair.baseline_agent,
-        candidate_agent=pair.candidate_agent,
-        run_seed=pair.run_seed,
-        evaluator_version=evaluator_version,
-        baseline_cases=list(sides[BASELINE].values()),
-        candidate_cases=list(sides[CANDIDATE].values()),
-        pair_id=pair.pair_id,
-    )
 
 
 def report_from_kafka(

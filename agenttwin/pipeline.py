@@ -20,7 +20,7 @@ from evaluation.versions import evaluator_set
 from streams import ids
 from streams.convert import graded_from_verdict
 from streams.embedded import EmbeddedRuntime, Progress, RunStats
-from streams.events import CaseVerdicted, EvaluationRequested, PairPlanned
+from streams.events import CaseVerdicted, EvaluationRequested, Event, PairPlanned
 from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator
 from twin_engine.canonical import canonical_json
 
@@ -127,20 +127,13 @@ def run_pipeline(
     return PipelineStats(stats, sync(emb.runtime, emb.warehouse))
 
 
-def report_for(runtime: EmbeddedRuntime, evaluation_id: str, evaluator_version: str) -> EvaluationReport:
-    """The full comparison document of an evaluation, rebuilt from the verdicts the pipeline stored."""
-    pair = next(
-        (
-            e
-            for e in runtime.read_events("evaluations")
-            if isinstance(e, PairPlanned) and e.evaluation_id == evaluation_id
-        ),
-        None,
-    )
+def report_from_events(events: Sequence[Event], evaluation_id: str, evaluator_version: str) -> EvaluationReport:
+    """The comparison document of an evaluation, rebuilt from its PairPlanned and verdict events."""
+    pair = next((e for e in events if isinstance(e, PairPlanned) and e.evaluation_id == evaluation_id), None)
     if pair is None:
         raise LookupError(f"no planned pair for evaluation {evaluation_id}")
     sides: dict[str, dict[str, GradedCase]] = {BASELINE: {}, CANDIDATE: {}}
-    for e in runtime.read_events("verdicts"):
+    for e in events:
         if (
             isinstance(e, CaseVerdicted)
             and e.evaluation_id == evaluation_id
@@ -157,3 +150,9 @@ def report_for(runtime: EmbeddedRuntime, evaluation_id: str, evaluator_version: 
         candidate_cases=list(sides[CANDIDATE].values()),
         pair_id=pair.pair_id,
     )
+
+
+def report_for(runtime: EmbeddedRuntime, evaluation_id: str, evaluator_version: str) -> EvaluationReport:
+    """The full comparison document of an evaluation stored in the embedded log."""
+    events = [*runtime.read_events("evaluations"), *runtime.read_events("verdicts")]
+    return report_from_events(events, evaluation_id, evaluator_version)
