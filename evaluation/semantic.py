@@ -205,7 +205,6 @@ class _Grader:
             confidence=verdict.confidence,
             tokens=verdict.tokens,
             cost_usd=verdict.cost_usd,
-            cached=verdict.cached,
             unsupported_quotes=verdict.unsupported_quotes,
         )
         return result(
