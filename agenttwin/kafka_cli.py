@@ -23,7 +23,6 @@ from consumers.clickhouse import Warehouse, open_warehouse
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
-from streams.kafka.alerts import tail_alerts
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.naming import Naming
@@ -118,7 +117,9 @@ def worker_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ensure_topics(bootstrap, naming)
     if args.kind == "alerts":
-        tail_alerts(bootstrap, naming=naming)
+        from consumers.alerts import tail_kafka
+
+        tail_kafka(bootstrap, print, naming=naming)
         return 0
     kinds = ALL_KINDS if args.kind == "all" else (args.kind,)
     warehouse = None
