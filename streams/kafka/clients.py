@@ -50,18 +50,25 @@ def ensure_topics(bootstrap: str, naming: Naming, *, timeout_s: float = ADMIN_TI
     Event topics are delete-policy with the declared retention (never compacted: replay re-reads them).
     An existing topic with a different partition count is an error: joins depend on equal counts.
     """
+    wanted = {
+        naming.topic(t.name): (t.partitions, {"cleanup.policy": "delete", "retention.ms": str(t.retention_ms)})
+        for t in naming.topics()
+    }
+    return _ensure(bootstrap, wanted, timeout_s)
+
+
+def ensure_changelog(bootstrap: str, topic: str, partitions: int, *, timeout_s: float = ADMIN_TIMEOUT_S) -> bool:
+    """Create a processor store's changelog (compacted, one partition per input partition); True if created."""
+    return bool(_ensure(bootstrap, {topic: (partitions, {"cleanup.policy": "compact"})}, timeout_s))
+
+
+def _ensure(bootstrap: str, wanted: dict[str, tuple[int, dict[str, str]]], timeout_s: float) -> list[str]:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    wanted = {naming.topic(t.name): t for t in naming.topics()}
     cluster = admin.list_topics(timeout=timeout_s)
     existing, replication = cluster.topics, min(3, max(1, len(cluster.brokers)))
     new = [
-        NewTopic(
-            name,
-            num_partitions=t.partitions,
-            replication_factor=replication,
-            config={"cleanup.policy": "delete", "retention.ms": str(t.retention_ms)},
-        )
-        for name, t in wanted.items()
+        NewTopic(name, num_partitions=partitions, replication_factor=replication, config=config)
+        for name, (partitions, config) in wanted.items()
         if name not in existing
     ]
     created: list[str] = []
@@ -82,7 +89,7 @@ def ensure_topics(bootstrap: str, naming: Naming, *, timeout_s: float = ADMIN_TI
         if all(counts.values()) or time.monotonic() >= deadline:
             break
         time.sleep(0.2)
-    for name, t in wanted.items():
-        if counts[name] != t.partitions:
-            raise RuntimeError(f"topic {name} has {counts[name]} partitions, streams/topics.py declares {t.partitions}")
+    for name, (partitions, _config) in wanted.items():
+        if counts[name] != partitions:
+            raise RuntimeError(f"topic {name} has {counts[name]} partitions, {partitions} are declared")
     return created

@@ -1,9 +1,11 @@
-"""A processor as a faust app: one agent over its (co-partitioned) inputs, its store a faust Table.
+"""A processor as a faust app: one agent over its (co-partitioned) inputs, its store kept per partition.
 
 The app id is the processor's consumer group (`grader-<version>`, ...), so it is also the prefix of the
 store's changelog topic (`<group>-store-changelog`): a new evaluator version starts from offset 0 with
 empty state. faust's own joins are not implemented; the join is the processor's store, keyed like its
-inputs, and inputs with equal partition counts are co-partitioned by faust's assignor.
+inputs, and inputs with equal partition counts are co-partitioned by faust's assignor, so partition p
+of every input and of the changelog is handled by one member. The store is not a faust Table: the
+worker writes and re-reads its changelog itself (partition_stores.py says why).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from confluent_kafka import KafkaException
 
 from streams.embedded import DecodeError
 from streams.events import Event
+from streams.kafka.clients import ensure_changelog
 from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
 from streams.kafka.naming import Naming
+from streams.kafka.partition_stores import PartitionStores, read_changelog_partition
 from streams.kafka.reading import partition_lags
-from streams.kafka.staged_store import DELETED, SEED_KEY, StagedStore
-from streams.kafka.store_codec import register_store_codecs
+from streams.kafka.staged_store import DELETED, StagedStore
+from streams.kafka.store_codec import dumps
 from streams.kafka.worker import Progress
 from streams.processors.base import Processor
 from streams.topics import TOPIC_BY_NAME
@@ -41,17 +45,6 @@ WATCH_INTERVAL_S = 5.0
 STALL_S = 12.0  # longer than the session timeout: a join that waits for a dead member is not a stall
 RESTART_TIMEOUT_S = 60.0
 PUBLISH_RETRY_MAX_S = 5.0
-
-
-class StoreTable(faust.Table[str, Any]):
-    """A faust Table whose changelog uses the store codecs: str keys as UTF-8, values as tagged JSON.
-
-    faust derives a table's serializers from its key/value types (json unless a model names one) when
-    the table is built, and builds the changelog topic with them, so they are chosen here, not after."""
-
-    def _serializer_from_type(self, typ: Any) -> str:
-        key_codec, value_codec = register_store_codecs()
-        return key_codec if typ is str else value_codec
 
 
 def has_timer(processor: Processor) -> bool:
@@ -75,7 +68,9 @@ class FaustWorker:
         (n,) = partitions
         self.processor = processor
         self.name = naming.group(processor.name)
+        self.changelog = naming.changelog(processor.name)
         self.progress = Progress()
+        self.stores = PartitionStores()
         self._codec = KafkaCodec(naming)
         self._stage = processor.name
         self._version: str | None = getattr(processor, "evaluator_version", None)
@@ -88,10 +83,13 @@ class FaustWorker:
         self._datadir.mkdir(parents=True, exist_ok=True)
         self._commit_interval_s, self._tick_interval_s = commit_interval_s, tick_interval_s
         self._watchdog: asyncio.Task[None] | None = None
+        # one event (or one tick) at a time: both read, publish and then persist the same stores
+        self._busy = asyncio.Lock()
+        self._generation = 0  # bumped whenever the stores are forgotten (a rebalance)
         self.restarts = 0
-        self.app, self.table = self._build_app()
+        self.app = self._build_app()
 
-    def _build_app(self) -> tuple[Any, Any]:
+    def _build_app(self) -> Any:
         """A fresh faust app (a stopped mode service cannot be started again, so a restart builds anew)."""
         n, processor = self._partitions, self.processor
         app = faust.App(
@@ -115,15 +113,10 @@ class FaustWorker:
             value_serializer="raw",
             partitions=n,
         )
-        # A timer writes outside stream iteration, which faust allows only when the changelog partition
-        # comes from the key (murmur2, like the inputs: timer processors' store keys are their input keys).
-        table = app.tables.add(
-            StoreTable(
-                app, name="store", partitions=n, key_type=str, use_partitioner=has_timer(processor),
-                beacon=app.tables.beacon,
-            )
-        )  # fmt: skip
         app.agent(source, name=f"{processor.name}-agent")(self._agent)
+        # after a rebalance another member may have owned (and written) any partition: reload lazily
+        app.on_partitions_revoked.connect(self._forget_stores)
+        app.on_partitions_assigned.connect(self._forget_stores)
         if has_timer(processor):
 
             async def tick() -> None:
@@ -131,7 +124,12 @@ class FaustWorker:
 
             app.timer(interval=self._tick_interval_s)(tick)
         self._outputs = {}
-        return app, table
+        self._forget_stores()
+        return app
+
+    def _forget_stores(self, *_args: Any, **_kwargs: Any) -> None:
+        self.stores.forget()
+        self._generation += 1
 
     @property
     def last_progress(self) -> float:
@@ -143,8 +141,8 @@ class FaustWorker:
         return self._failure or crashed
 
     async def start(self) -> None:
+        await asyncio.to_thread(ensure_changelog, self._bootstrap, self.changelog, self._partitions)
         await self.app.start()
-        await self._seed_changelog()
         self._watchdog = asyncio.create_task(self._watch(), name=f"{self.name}-watchdog")
 
     async def stop(self) -> None:
@@ -155,26 +153,12 @@ class FaustWorker:
             self._watchdog = None
         await self.app.stop()
 
-    async def _seed_changelog(self) -> None:
-        """Put one record on every changelog partition.
-
-        After a crashed member, faust recovers an *empty* active changelog partition as "done" but keeps
-        it in its fetch set; the first store write to it then parks that partition's stream for good
-        (seen here: one event per restart, then nothing). A partition that already holds a record is
-        recovered normally. The marker key is hidden from processors (StagedStore)."""
-        topic = self.table.changelog_topic
-        pending = [
-            await topic.send(key=SEED_KEY, value={"seed": True}, partition=p, force=True)
-            for p in range(self._partitions)
-        ]
-        await asyncio.gather(*pending)
-
     async def _watch(self) -> None:
         """Restart the app when it has lag but stopped progressing.
 
-        faust sometimes never resumes a partition after a rebalance that follows a crashed member (its
-        recovery sees no highwater for it and the stream stays parked; cf. faust issues #21, #175, #640).
-        Lag > 1 because a transaction marker after the last record leaves 1 that is never consumed.
+        faust was seen never to resume a partition after a rebalance that followed a crashed member
+        (cf. faust issues #21, #175, #640). Lag > 1 because a transaction marker after the last record
+        leaves 1 that is never consumed.
         """
         inputs = {self.processor.name: self.processor.inputs}
         while True:
@@ -192,7 +176,7 @@ class FaustWorker:
             log.warning("%s: no progress for %.0f s with lag %s; restarting the faust app", self.name, STALL_S, stuck)
             try:
                 await asyncio.wait_for(self.app.stop(), RESTART_TIMEOUT_S)
-                self.app, self.table = self._build_app()
+                self.app = self._build_app()
                 self.restarts += 1
                 self.progress.tick()
                 await asyncio.wait_for(self.app.start(), RESTART_TIMEOUT_S)
@@ -212,16 +196,18 @@ class FaustWorker:
         except DecodeError as exc:
             await self._dead_letter(exc.reason, exc, source)
             return
-        if self._watermark is None or event.occurred_at > self._watermark:
-            self._watermark = event.occurred_at
-        staged = StagedStore(self.table)
-        try:
-            outputs = self.processor.handle(staged, event)
-        except Exception as exc:  # the stream boundary: a poison event is dead-lettered, the stream goes on
-            await self._dead_letter("PROCESSING_ERROR", exc, source)
-            return
-        await self._publish(outputs)
-        await self._persist(staged, None if self.table.use_partitioner else source.partition)
+        async with self._busy:
+            if self._watermark is None or event.occurred_at > self._watermark:
+                self._watermark = event.occurred_at
+            generation = await self._load(source.partition)
+            staged = StagedStore(self.stores[source.partition])
+            try:
+                outputs = self.processor.handle(staged, event)
+            except Exception as exc:  # the stream boundary: a poison event is dead-lettered, the stream goes on
+                await self._dead_letter("PROCESSING_ERROR", exc, source)
+                return
+            await self._publish(outputs)
+            await self._persist(staged, source.partition, generation)
         self.progress.tick(handled=1, produced=len(outputs))
 
     async def _dead_letter(self, reason: str, error: BaseException, source: SourceRef) -> None:
@@ -233,34 +219,59 @@ class FaustWorker:
         now = self._watermark
         if now is None or now == self._ticked_at:
             return
-        staged = StagedStore(self.table)
-        outputs = self.processor.tick(staged, now)
-        await self._publish(outputs)
-        await self._persist(staged, None)
+        produced = 0
+        async with self._busy:
+            assigned = sorted({tp.partition for tp in self.app.consumer.assignment()})
+            for partition in assigned:
+                generation = await self._load(partition)
+                staged = StagedStore(self.stores[partition])
+                outputs = self.processor.tick(staged, now)
+                await self._publish(outputs)
+                await self._persist(staged, partition, generation)
+                produced += len(outputs)
         self._ticked_at = now
-        if outputs:
-            self.progress.tick(produced=len(outputs))
+        if produced:
+            self.progress.tick(produced=produced)
 
-    async def _persist(self, staged: StagedStore, partition: int | None) -> None:
-        """Write the staged changes to the changelog, wait for the acks, then to the local store.
+    async def _load(self, partition: int) -> int:
+        """Make sure the partition's store is loaded; returns the generation it was loaded in."""
+        delay = 0.2
+        while not self.stores.loaded(partition):
+            generation = self._generation
+            try:
+                store = await asyncio.to_thread(read_changelog_partition, self._bootstrap, self.changelog, partition)
+            except (KafkaException, TimeoutError, RuntimeError) as exc:  # the cluster away: wait, read again
+                log.warning("%s: could not read %s/%d (%s); retrying in %.1f s", self.name, self.changelog,
+                            partition, exc, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, PUBLISH_RETRY_MAX_S)
+                continue
+            if generation == self._generation:  # else a rebalance came in while reading: read again
+                self.stores.put(partition, store)
+        return self._generation
 
-        Not through `table[key] = value`: faust queues that changelog write in a buffer that its
-        pre-commit flush was seen to miss under SIGKILL (offsets committed past writes that never
-        landed). An acknowledged write before the event is acked keeps store and offsets in step.
-        partition None = by key (murmur2), for stores whose keys are their input keys."""
+    async def _persist(self, staged: StagedStore, partition: int, generation: int) -> None:
+        """Write the staged changes to the partition's changelog, wait for the acks, then to the store.
+
+        The writes are acknowledged before the event is acknowledged to faust, so committed offsets
+        never run ahead of the changelog. If a rebalance forgot the stores meanwhile, the next load
+        reads these writes back from the changelog."""
         changes = staged.changes()
         if not changes:
             return
-        topic = self.table.changelog_topic
+        topic = self._topic(self.changelog)
         await self._send_all(
-            [(topic, key, None, "raw") if value is DELETED else (topic, key, value, None) for key, value in changes],
+            [(topic, key.encode(), None if value is DELETED else dumps(value), None) for key, value in changes],
             partition,
         )
+        if generation != self._generation or not self.stores.loaded(partition):
+            return
+        store = self.stores[partition]
         for key, value in changes:
             if value is DELETED:
-                self.table.data.pop(key, None)
+                store.pop(key, None)
             else:
-                self.table.data[key] = value
+                store[key] = value
 
     def _topic(self, physical: str) -> Any:
         topic = self._outputs.get(physical)
@@ -273,25 +284,17 @@ class FaustWorker:
         if not events:
             return
         messages = [self._codec.encode(e) for e in events]
-        await self._send_all([(self._topic(m.topic), m.key, m.value, None, m.headers) for m in messages], None)
+        await self._send_all([(self._topic(m.topic), m.key, m.value, m.headers) for m in messages], None)
 
-    async def _send_all(self, sends: Sequence[tuple[Any, ...]], partition: int | None) -> None:
-        """(topic, key, value, value_serializer[, headers]) each; all acknowledged on return."""
+    async def _send_all(self, sends: Sequence[tuple[Any, bytes, bytes | None, Any]], partition: int | None) -> None:
+        """(topic, key, value, headers) each; all acknowledged on return."""
         delay = 0.2
         while True:
             try:
-                pending = []
-                for topic, key, value, serializer, *headers in sends:
-                    pending.append(
-                        await topic.send(
-                            key=key,
-                            value=value,
-                            partition=partition,
-                            value_serializer=serializer,
-                            headers=headers[0] if headers else None,
-                            force=True,
-                        )
-                    )
+                pending = [
+                    await topic.send(key=key, value=value, partition=partition, headers=headers, force=True)
+                    for topic, key, value, headers in sends
+                ]
                 await asyncio.gather(*pending)
                 return
             except KafkaError as exc:  # retriable by nature here: the writes are idempotent

@@ -38,6 +38,10 @@ class Naming:
         """A consumer group (= faust app id, the prefix of its changelog topics)."""
         return self.prefix + name
 
+    def changelog(self, name: str) -> str:
+        """The compacted topic holding processor `name`'s store (faust's `<app id>-<table>-changelog`)."""
+        return self.group(name) + "-store-changelog"
+
     def transactional_id(self, name: str) -> str:
         return self.prefix + name + "-txn"
 

@@ -1,4 +1,4 @@
-"""A processor's view of its faust Table: reads go through, writes are held until the outputs are durable.
+"""A processor's view of its partition store: reads go through, writes are held until the outputs are durable.
 
 Order matters for at-least-once: if a "done" marker reached the changelog before the outputs it
 stands for reached their topics, a crash in between would lose those outputs for good (the redelivered
@@ -13,8 +13,6 @@ from typing import Any
 
 _DELETED = object()
 DELETED = _DELETED
-# The changelog seed record's key (faust_worker); no processor key starts with a NUL.
-SEED_KEY = "\x00seed"
 
 
 class StagedStore(MutableMapping[str, Any]):
@@ -23,8 +21,6 @@ class StagedStore(MutableMapping[str, Any]):
         self._writes: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
-        if key == SEED_KEY:
-            raise KeyError(key)
         if key in self._writes:
             value = self._writes[key]
             if value is _DELETED:
@@ -43,8 +39,6 @@ class StagedStore(MutableMapping[str, Any]):
     def __iter__(self) -> Iterator[str]:
         seen = set()
         for key in list(self._table.keys()):
-            if key == SEED_KEY:
-                continue
             seen.add(key)
             if self._writes.get(key) is not _DELETED:
                 yield key

@@ -1,4 +1,4 @@
-"""The faust codec of processor stores: store values as tagged JSON, events as Avro single-object bytes.
+"""The changelog codec of processor stores: store values as tagged JSON, events as Avro single-object bytes.
 
 Stores hold plain data plus Event dataclasses and datetimes (processors/base.py). Pickle could hold
 them too, but executes whatever a changelog message says; this codec only ever builds known events.
@@ -12,14 +12,10 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from faust.serializers.codecs import Codec, register
-
 from schemas import AVRO_DIR
 from streams.events import EVENT_BY_SCHEMA, Event
 from streams.wire import SchemaStore
 
-CODEC_NAME = "agenttwin-store"
-KEY_CODEC_NAME = "agenttwin-key"
 _EVENT, _TIME, _BYTES = "$event", "$datetime", "$bytes"
 
 
@@ -69,31 +65,3 @@ def dumps(value: Any) -> bytes:
 
 def loads(data: bytes) -> Any:
     return from_plain(json.loads(data))
-
-
-class StoreCodec(Codec):
-    def _dumps(self, obj: Any) -> bytes:
-        return dumps(obj)
-
-    def _loads(self, s: bytes) -> Any:
-        return loads(s)
-
-
-class KeyCodec(Codec):
-    """Store keys are str; on the changelog they are their UTF-8 bytes, exactly like the input keys,
-    so a murmur2 partitioner puts a key's changelog entry on its input partition."""
-
-    def _dumps(self, obj: Any) -> bytes:
-        if not isinstance(obj, str):
-            raise TypeError(f"store keys are str, not {type(obj).__name__}")
-        return obj.encode()
-
-    def _loads(self, s: bytes) -> Any:
-        return s.decode()
-
-
-def register_store_codecs() -> tuple[str, str]:
-    """Register the key and value codecs with faust; returns their names."""
-    register(KEY_CODEC_NAME, KeyCodec())
-    register(CODEC_NAME, StoreCodec())
-    return KEY_CODEC_NAME, CODEC_NAME

@@ -209,9 +209,7 @@ def grader_diagnosis(bootstrap: str, naming: Naming, version: str = "1.1.0") -> 
     )
     lines.append("committed: " + ", ".join(f"{tp.topic[-10:]}/{tp.partition}={tp.offset}" for tp in committed))
     changelog: dict[str, Any] = {}
-    raw.assign(
-        [TopicPartition(naming.group(f"grader-{version}") + "-store-changelog", p, OFFSET_BEGINNING) for p in range(6)]
-    )
+    raw.assign([TopicPartition(naming.changelog(f"grader-{version}"), p, OFFSET_BEGINNING) for p in range(6)])
     eof = 0
     while eof < 6:
         m = raw.poll(5)
