@@ -49,6 +49,15 @@ class StagedStore(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def fold(self) -> None:
+        """Apply the staged writes to the mapping underneath (for a staged view over another one)."""
+        for key, value in self._writes.items():
+            if value is _DELETED:
+                self._table.pop(key, None)
+            else:
+                self._table[key] = value
+        self._writes = {}
+
     def changes(self) -> list[tuple[str, Any]]:
         """The staged writes that change the table: (key, value), value `DELETED` for a removal."""
         out: list[tuple[str, Any]] = []
