@@ -75,6 +75,33 @@ def release_broker() -> None:
     _state.bootstrap, _state.container, _state.local_broker = None, None, False
 
 
+def not_restartable() -> str | None:
+    """Why the tests cannot restart the broker they use (None when they can: only infra/kafka's broker)."""
+    if _state.container is not None:
+        return "a Testcontainers broker is not restarted by the tests (its port would change)"
+    if not _state.local_broker and not _is_local_broker(_state.bootstrap or ""):
+        return (
+            f"the broker at {_state.bootstrap} is not infra/kafka's (set AGENTTWIN_KAFKA_DIR / KAFKA_PORT to the "
+            "kafka.sh instance behind KAFKA_BOOTSTRAP_SERVERS, or unset it)"
+        )
+    return None
+
+
+def restart_broker(timeout_s: float = 180.0) -> None:
+    """Stop and start infra/kafka's broker, keeping its data (check not_restartable() first)."""
+    result = subprocess.run(["bash", str(KAFKA_SH), "restart"], capture_output=True, text=True, timeout=timeout_s)
+    if result.returncode != 0:
+        raise RuntimeError(f"infra/kafka/kafka.sh restart failed:\n{result.stdout}{result.stderr}")
+
+
+def _is_local_broker(bootstrap: str) -> bool:
+    """True when infra/kafka's broker (per AGENTTWIN_KAFKA_DIR / KAFKA_PORT) is up and is `bootstrap`."""
+    if bootstrap.strip() != f"127.0.0.1:{os.environ.get('KAFKA_PORT', '9092')}":
+        return False
+    status = subprocess.run(["bash", str(KAFKA_SH), "status"], capture_output=True, text=True, timeout=60)
+    return status.returncode == 0
+
+
 def _docker_answers(attempts: list[str]) -> bool:
     """Quick engine check. Plain sockets for unix:// and tcp:// hosts: the docker SDK leaks its socket
     when the engine is missing, which filterwarnings=error turns into a failure."""
