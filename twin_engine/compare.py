@@ -13,18 +13,19 @@ Rules:
 - `equals` fails on a missing value; `notEquals` passes on it; `in` takes a list.
 - `exists: true` means present and not null; `exists: false` means missing or null.
 - `gte`/`lte`/`gt`/`lt` need numbers on both sides; a bool is never a number.
-- `matches` is a regex search over text (input capped at 1 MiB; 0.5 s timeout when the `regex`
-  package is installed, otherwise patterns with nested unbounded quantifiers are refused).
+- `matches` is a regex search over text with the `regex` engine: input capped at 1 MiB, 0.5 s timeout.
+  An invalid pattern or one that runs out of time raises UnsafePatternError: it is not the value that
+  failed, so grading reports ERROR (never FAIL, never PASS).
 - Equality is JSON equality: 1 == 1.0, but True != 1 and "1" != 1.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import regex
 
 from twin_engine.canonical import canonical_json
 from twin_engine.paths import MISSING
@@ -131,11 +132,7 @@ def _matches(value: Any, pattern: Any) -> str | None:
         return f"'matches' needs a text pattern, got {show(pattern)}"
     if not isinstance(value, str):
         return f"expected text matching {show(pattern)}, got {show(value)}"
-    try:
-        found = regex_search(pattern, value)
-    except UnsafePatternError as exc:
-        return str(exc)
-    if found:
+    if regex_search(pattern, value):
         return None
     return f"expected text matching {show(pattern)}, got {show(value)}"
 
@@ -154,83 +151,17 @@ _CHECKS: dict[str, Callable[[Any, Any], str | None]] = {
 
 
 class UnsafePatternError(ValueError):
-    """A pattern that is invalid, refused, or ran out of time."""
-
-
-def _optional_regex_module() -> Any:
-    try:
-        return importlib.import_module("regex")
-    except ImportError:
-        return None
-
-
-_REGEX = _optional_regex_module()
+    """A pattern that is invalid or ran out of time."""
 
 
 def regex_search(pattern: str, text: str) -> bool:
-    """Search `pattern` in (the first MiB of) `text`, guarded against catastrophic backtracking."""
-    text = text[:MAX_MATCH_INPUT]
-    if _REGEX is not None:
-        try:
-            return _REGEX.search(pattern, text, timeout=MATCH_TIMEOUT_S) is not None
-        except TimeoutError as exc:
-            raise UnsafePatternError(f"pattern {show(pattern)} took longer than 0.5 s") from exc
-        except _REGEX.error as exc:
-            raise UnsafePatternError(f"invalid pattern {show(pattern)}: {exc}") from exc
-    if has_nested_quantifier(pattern):
-        raise UnsafePatternError(f"pattern {show(pattern)} is refused: nested repetition can run forever")
+    """Search `pattern` in (the first MiB of) `text`; UnsafePatternError if invalid or slower than 0.5 s."""
     try:
-        return re.search(pattern, text) is not None
-    except re.error as exc:
+        return regex.search(pattern, text[:MAX_MATCH_INPUT], timeout=MATCH_TIMEOUT_S) is not None
+    except TimeoutError as exc:
+        raise UnsafePatternError(f"pattern {show(pattern)} took longer than {MATCH_TIMEOUT_S} s") from exc
+    except regex.error as exc:
         raise UnsafePatternError(f"invalid pattern {show(pattern)}: {exc}") from exc
-
-
-def has_nested_quantifier(pattern: str) -> bool:
-    """True for a repeated group that itself repeats something, e.g. `(a+)+` or `(x*y)*`.
-
-    A conservative textual check (no timeout is available with the standard `re` module).
-    """
-    stack: list[bool] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i = _skip_class(pattern, i)
-            continue
-        if ch == "(":
-            stack.append(False)
-        elif ch == ")" and stack:
-            inner = stack.pop()
-            if inner and _quantifier_at(pattern, i + 1):
-                return True
-            if inner and stack:
-                stack[-1] = True
-        elif _quantifier_at(pattern, i) and stack:
-            stack[-1] = True
-        i += 1
-    return False
-
-
-def _quantifier_at(pattern: str, i: int) -> bool:
-    if i >= len(pattern):
-        return False
-    if pattern[i] in "*+":
-        return True
-    return pattern[i] == "{" and re.match(r"\{\d*,\d*\}", pattern[i:]) is not None
-
-
-def _skip_class(pattern: str, i: int) -> int:
-    i += 1
-    if i < len(pattern) and pattern[i] == "^":
-        i += 1
-    if i < len(pattern) and pattern[i] == "]":
-        i += 1
-    while i < len(pattern) and pattern[i] != "]":
-        i += 2 if pattern[i] == "\\" else 1
-    return i + 1
 
 
 def contains(actual: Any, expected: Any) -> bool:

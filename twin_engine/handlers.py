@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin_engine.adapters import AdapterCall, AdapterRegistry
-from twin_engine.compare import check, comparators_of, contains
+from twin_engine.compare import UnsafePatternError, check, comparators_of, contains
 from twin_engine.effects import Effect, apply_effect, compile_effect
 from twin_engine.errors import DefinitionError
 from twin_engine.failures import ToolFailure
@@ -259,7 +259,10 @@ def _check_condition(condition: Condition, env: TemplateEnv) -> None:
         document["value"] = env.value
     actual = get_path(document, render_path(condition.path, env))
     comparators = {name: render(value, env) for name, value in condition.comparators.items()}
-    outcome = check(actual, actual is not MISSING, comparators)
+    try:
+        outcome = check(actual, actual is not MISSING, comparators)
+    except UnsafePatternError as exc:  # the twin's own pattern, not the caller's input, is at fault
+        raise ToolFailure(500, "TWIN_PATTERN_ERROR", f"{condition.path}: {exc}") from exc
     if outcome.ok:
         return
     if condition.error is None:

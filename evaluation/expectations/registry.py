@@ -22,6 +22,7 @@ from evaluation.versions import (
     evaluator_set,
     expectation_evaluator,
 )
+from twin_engine.compare import UnsafePatternError
 
 JSON = Any
 Evaluator = Callable[[Spec, EvalContext, str], Finding]
@@ -105,6 +106,8 @@ def evaluate_expectation(
         finding = evaluate(spec, ctx, version)
     except InvalidExpectationError as exc:
         finding = errored(f"Invalid expectation: {exc}.")
+    except UnsafePatternError as exc:  # a pattern that is invalid or timed out decides nothing
+        finding = errored(f"{exc}.")
     except Exception as exc:  # boundary: one broken evaluator must not stop the case's other results
         finding = errored(f"The evaluator failed: {type(exc).__name__}: {exc}")
     return _result(meta, evaluator, version, finding)

@@ -34,6 +34,16 @@ def test_broken_expectations_are_errors(broken: dict[str, object]) -> None:
     assert (res.status, res.label, res.score) == ("ERROR", "EVALUATOR_ERROR", None)
 
 
+def test_a_regex_that_times_out_is_an_error_not_a_failure() -> None:
+    res = grade_one({"type": "outputRegex", "pattern": r"^(a|aa)+$"}, output="a" * 60 + "!")
+    assert (res.status, res.label, res.score) == ("ERROR", "EVALUATOR_ERROR", None)
+    assert "took longer than 0.5 s" in res.reason
+    res = grade_one({"type": "state", "path": "orders.ORD-1001.id", "matches": r"^(O|OO)+$"},
+                    final_state={"orders": {"ORD-1001": {"id": "O" * 60 + "!"}}})  # fmt: skip
+    assert (res.status, res.label) == ("ERROR", "EVALUATOR_ERROR")
+    assert "took longer than 0.5 s" in res.reason
+
+
 def test_unknown_type_evaluator_and_default_ids() -> None:
     results = grade_results(case([{"type": "frobnicate"}, {"type": "toolCalled", "tool": "x"}]))
     assert [r.expectation.id for r in results] == ["e1", "e2"]

@@ -153,6 +153,26 @@ def test_precondition_error_override_and_roots(make_twin: Any) -> None:
     assert other.body["error"]["message"] == 'tenant: expected "t1", got "t2"'
 
 
+def test_a_precondition_pattern_that_times_out_is_the_twins_error(make_twin: Any) -> None:
+    twin = make_twin(
+        {
+            "t": {
+                "handler": {
+                    "kind": "mutate",
+                    "preconditions": [{"path": "args.note", "matches": "^(a|aa)+$"}],
+                    "effects": [{"op": "set", "path": "done", "value": True}],
+                }
+            }
+        },
+        ITEMS,
+    )
+    case = twin.new_case()
+    reply = case.call("t", {"note": "a" * 60 + "!"})
+    assert (reply.http_status, reply.record.error_code) == (500, "TWIN_PATTERN_ERROR")
+    assert "took longer than 0.5 s" in reply.body["error"]["message"]
+    assert case.state == ITEMS
+
+
 def test_static_and_echo(make_twin: Any) -> None:
     twin = make_twin(
         {
