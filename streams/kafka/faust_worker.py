@@ -244,7 +244,7 @@ class FaustWorker:
         async with self._busy:
             staged: dict[int, StagedStore] = {}
             generations: dict[int, int] = {}
-            for partition in sorted({tp.partition for tp in self.app.consumer.assignment()}):
+            for partition in self._assigned_partitions():
                 generations[partition] = await self._load(partition)
                 staged[partition] = StagedStore(self.stores[partition])
                 outputs += self.processor.tick(staged[partition], now)
@@ -253,6 +253,11 @@ class FaustWorker:
         self._ticked_at = now
         if outputs:
             self.progress.tick(produced=len(outputs))
+
+    def _assigned_partitions(self) -> list[int]:
+        """The input partitions this member owns (faust also assigns its own `__assignor` topic)."""
+        inputs = {self._naming.topic(t) for t in self.processor.inputs}
+        return sorted({tp.partition for tp in self.app.consumer.assignment() if tp.topic in inputs})
 
     async def _load(self, partition: int) -> int:
         """Make sure the partition's store is loaded; returns the generation it was loaded in."""
