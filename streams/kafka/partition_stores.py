@@ -24,6 +24,8 @@ from streams.kafka.clients import consumer_config
 from streams.kafka.store_codec import loads
 
 READ_TIMEOUT_S = 60.0
+# Changelogs written while stores were faust Tables carry a marker record under this key; not state.
+LEGACY_SEED_KEY = "\x00seed"
 
 
 class PartitionStores:
@@ -74,7 +76,9 @@ def read_changelog_partition(
                     continue
                 key = (msg.key() or b"").decode()
                 value = msg.value()
-                if value is None:
+                if key == LEGACY_SEED_KEY:
+                    pass
+                elif value is None:
                     store.pop(key, None)
                 else:
                     store[key] = loads(value)
