@@ -16,8 +16,8 @@ DELETED = _DELETED
 
 
 class StagedStore(MutableMapping[str, Any]):
-    def __init__(self, table: MutableMapping[str, Any]) -> None:
-        self._table = table
+    def __init__(self, base: MutableMapping[str, Any]) -> None:
+        self._base = base
         self._writes: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
@@ -26,7 +26,7 @@ class StagedStore(MutableMapping[str, Any]):
             if value is _DELETED:
                 raise KeyError(key)
             return value
-        return self._table[key]
+        return self._base[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._writes[key] = value
@@ -38,7 +38,7 @@ class StagedStore(MutableMapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         seen = set()
-        for key in list(self._table.keys()):
+        for key in list(self._base.keys()):
             seen.add(key)
             if self._writes.get(key) is not _DELETED:
                 yield key
@@ -53,18 +53,18 @@ class StagedStore(MutableMapping[str, Any]):
         """Apply the staged writes to the mapping underneath (for a staged view over another one)."""
         for key, value in self._writes.items():
             if value is _DELETED:
-                self._table.pop(key, None)
+                self._base.pop(key, None)
             else:
-                self._table[key] = value
+                self._base[key] = value
         self._writes = {}
 
     def changes(self) -> list[tuple[str, Any]]:
-        """The staged writes that change the table: (key, value), value `DELETED` for a removal."""
+        """The staged writes that change the mapping underneath: (key, value), value `DELETED` for a removal."""
         out: list[tuple[str, Any]] = []
         for key, value in self._writes.items():
             if value is _DELETED:
-                if key in self._table:
+                if key in self._base:
                     out.append((key, DELETED))
-            elif self._table.get(key) != value:
+            elif self._base.get(key) != value:
                 out.append((key, value))
         return out

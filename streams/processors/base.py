@@ -1,7 +1,8 @@
 """The processor contract: a pure step over one event, with its state in a mapping.
 
-`handle(store, event) -> events`. The store is a plain dict in the embedded runtime and a faust
-Table on Kafka, so values are reassigned (never mutated in place) and kept to plain data. Handling
+`handle(store, event) -> events`. The store is a plain dict in the embedded runtime and a staged view
+of a changelog-backed partition store on Kafka, so values are reassigned (never mutated in place) and
+kept to plain data. Handling
 the same event twice must change nothing: outputs carry deterministic event ids and processors keep
 "done" markers.
 """
