@@ -87,7 +87,7 @@ class FaustWorker:
         self._datadir.mkdir(parents=True, exist_ok=True)
         self._commit_interval_s, self._tick_interval_s = commit_interval_s, tick_interval_s
         self._watchdog: asyncio.Task[None] | None = None
-        # one event (or one tick) at a time: both read, publish and then persist the same stores
+        # one batch (or one tick) at a time: both read, publish and then persist the same stores
         self._busy = asyncio.Lock()
         self._generation = 0  # bumped whenever the stores are forgotten (a rebalance)
         self.restarts = 0
