@@ -7,6 +7,8 @@ JudgeError kind and the backoff can be tested without sleeping.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anthropic as sdk
@@ -36,6 +38,32 @@ _TOOL: ToolParam = {
     "description": "Record the grading verdict for the answer.",
     "input_schema": provider_schema(),
 }
+
+
+def open_client(api_key: str, base_url: str | None, timeout_s: float) -> sdk.Anthropic:
+    """A Messages API client with the SDK's retries off (with_retries decides) and the shared TLS context."""
+    return sdk.Anthropic(
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout_s,
+        max_retries=0,
+        http_client=sdk.DefaultHttpxClient(verify=shared_ssl_context()),
+    )
+
+
+@contextmanager
+def provider_errors(timeout_s: float) -> Iterator[None]:
+    """Anthropic SDK failures as JudgeErrors (the judge and the LLM planner map them the same way)."""
+    try:
+        yield
+    except sdk.APITimeoutError as exc:
+        raise JudgeError(TIMEOUT, f"no answer within {timeout_s:g} s", retryable=True) from exc
+    except sdk.APIConnectionError as exc:
+        raise JudgeError(UNAVAILABLE, f"cannot reach the provider: {exc}", retryable=True) from exc
+    except sdk.APIStatusError as exc:
+        raise error_for_status(exc.status_code, exc.response.headers, exc.response.text) from exc
+    except (sdk.APIResponseValidationError, ValueError, httpx.DecodingError) as exc:
+        raise JudgeError(MALFORMED, f"unreadable provider response: {exc}") from exc
 
 
 class AnthropicJudge:
@@ -69,13 +97,7 @@ class AnthropicJudge:
         return self._identity
 
     def judge(self, request: JudgeRequest) -> JudgeVerdict:
-        with sdk.Anthropic(
-            api_key=self._api_key,
-            base_url=self._base_url,
-            timeout=self._timeout_s,
-            max_retries=0,
-            http_client=sdk.DefaultHttpxClient(verify=shared_ssl_context()),
-        ) as client:
+        with open_client(self._api_key, self._base_url, self._timeout_s) as client:
             return with_retries(
                 lambda: self._attempt(client, request), max_retries=self._max_retries, sleep=self._sleep
             )
@@ -83,7 +105,7 @@ class AnthropicJudge:
     def _attempt(self, client: sdk.Anthropic, request: JudgeRequest) -> JudgeVerdict:
         messages: list[MessageParam] = [{"role": "user", "content": render_prompt(request)}]
         choice: ToolChoiceToolParam = {"type": "tool", "name": TOOL_NAME}
-        try:
+        with provider_errors(self._timeout_s):
             message = client.messages.create(
                 model=self._identity.model,
                 max_tokens=MAX_OUTPUT_TOKENS,
@@ -93,14 +115,6 @@ class AnthropicJudge:
                 tools=[_TOOL],
                 tool_choice=choice,
             )
-        except sdk.APITimeoutError as exc:
-            raise JudgeError(TIMEOUT, f"no answer within {self._timeout_s:g} s", retryable=True) from exc
-        except sdk.APIConnectionError as exc:
-            raise JudgeError(UNAVAILABLE, f"cannot reach the provider: {exc}", retryable=True) from exc
-        except sdk.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.response.headers, exc.response.text) from exc
-        except (sdk.APIResponseValidationError, ValueError, httpx.DecodingError) as exc:
-            raise JudgeError(MALFORMED, f"unreadable provider response: {exc}") from exc
         return self._verdict(message, request)
 
     def _verdict(self, message: Any, request: JudgeRequest) -> JudgeVerdict:

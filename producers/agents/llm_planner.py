@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic as sdk
-import httpx
 from anthropic.types import (
     ContentBlockParam,
     MessageParam,
@@ -35,11 +34,10 @@ from anthropic.types import (
 from evaluation.judges._transport import (
     MAX_OUTPUT_TOKENS,
     Sleep,
-    error_for_status,
-    shared_ssl_context,
     with_retries,
 )
-from evaluation.judges.errors import MALFORMED, REJECTED, TIMEOUT, UNAVAILABLE, JudgeError
+from evaluation.judges.anthropic import open_client, provider_errors
+from evaluation.judges.errors import MALFORMED, REJECTED, TIMEOUT, JudgeError
 from producers.agents.contract import AgentRequest, AgentRunError, ToolReply, ToolSpec
 from producers.agents.conversation import (
     CLAIMED_OUTCOMES,
@@ -200,13 +198,8 @@ class AnthropicPlanner:
         return min(self._config.timeout_s, left)
 
     def _ask(self, messages: list[MessageParam], timeout_s: float) -> sdk.types.Message:
-        with sdk.Anthropic(
-            api_key=self._config.api_key,
-            base_url=self._config.base_url,
-            timeout=timeout_s,
-            max_retries=0,  # with_retries decides, so every failure maps to one finding
-            http_client=sdk.DefaultHttpxClient(verify=shared_ssl_context()),
-        ) as client:
+        # the SDK's retries are off: with_retries decides, so every failure maps to one finding
+        with open_client(self._config.api_key, self._config.base_url, timeout_s) as client:
             try:
                 return with_retries(
                     lambda: self._attempt(client, messages, timeout_s),
@@ -219,7 +212,7 @@ class AnthropicPlanner:
 
     def _attempt(self, client: sdk.Anthropic, messages: list[MessageParam], timeout_s: float) -> sdk.types.Message:
         choice: ToolChoiceAutoParam = {"type": "auto", "disable_parallel_tool_use": True}
-        try:
+        with provider_errors(timeout_s):
             message = client.messages.create(
                 model=self.name,
                 max_tokens=MAX_OUTPUT_TOKENS,
@@ -229,14 +222,6 @@ class AnthropicPlanner:
                 tools=self._tools,
                 tool_choice=choice,
             )
-        except sdk.APITimeoutError as exc:
-            raise JudgeError(TIMEOUT, f"no answer within {timeout_s:g} s", retryable=True) from exc
-        except sdk.APIConnectionError as exc:
-            raise JudgeError(UNAVAILABLE, f"cannot reach the provider: {exc}", retryable=True) from exc
-        except sdk.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.response.headers, exc.response.text) from exc
-        except (sdk.APIResponseValidationError, ValueError, httpx.DecodingError) as exc:
-            raise JudgeError(MALFORMED, f"unreadable provider response: {exc}") from exc
         # The SDK does not validate shapes strictly, so an odd body is checked here.
         if not isinstance(message, sdk.types.Message) or not isinstance(message.content, list):
             raise JudgeError(MALFORMED, f"the provider answered with a {type(message).__name__}, not a message")
