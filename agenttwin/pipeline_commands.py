@@ -228,10 +228,12 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
                 if impact:
                     out(f"     {impact}")
         out("")
+    evaluations = ", ".join(lit(r.evaluation_id) for r in requests)  # only the demo's own, whoever else shares the log
     alerts = wh.query(
         "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail "
         "FROM v_contradictions AS k LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
-        f"WHERE k.evaluator_version = {lit(version)} ORDER BY k.agent, k.scenario_name, k.case_id"
+        f"WHERE k.evaluator_version = {lit(version)} AND k.evaluation_id IN ({evaluations}) "
+        "ORDER BY k.agent, k.scenario_name, k.case_id"
     ).rows
     out("== Contradiction alerts: the agent claimed SUCCESS, the twin's state says otherwise")
     seen: set[tuple[str, str]] = set()

@@ -44,11 +44,13 @@ from producers.otlp.live import LiveProcessor
 from producers.otlp.mapping import map_request
 from producers.otlp.publishing import SerializedPublisher
 from producers.sdk.outcome import outcome_event
+from streams.clock import wall_clock
 from streams.embedded import EmbeddedRuntime
 from streams.events import Event
 from streams.processors.outcome_join import OutcomeJoin
 
 API_KEY = "bench-key"
+TENANT = "bench"
 SPANS_PER_RUN = 3
 
 
@@ -141,7 +143,7 @@ def client(
                 shared.errors.append(f"HTTP {resp.status}")
             continue
         at = datetime.now(UTC)
-        outcomes = [outcome_event(t, "FAILURE", True, "external_callback", "bench", at=at) for t in ids]
+        outcomes = [outcome_event(t, "FAILURE", True, "external_callback", "bench", tenant=TENANT, at=at) for t in ids]
         publisher.publish(outcomes)
         done = time.monotonic()
         with shared.lock:
@@ -174,7 +176,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def sample_events(count_runs: int) -> list[Event]:
     body, _ = build_request("ceiling", 0, count_runs)
-    return list(map_request(ExportTraceServiceRequest.FromString(body), "bench").events)
+    return list(map_request(ExportTraceServiceRequest.FromString(body), TENANT, received_at=wall_clock()).events)
 
 
 def embedded_ceiling(seconds: float, batch_runs: int) -> float:
@@ -184,7 +186,9 @@ def embedded_ceiling(seconds: float, batch_runs: int) -> float:
         while time.monotonic() - start < seconds:
             body, _ = build_request(f"emb-{i}", 0, batch_runs)
             i += 1
-            n += runtime.publish(map_request(ExportTraceServiceRequest.FromString(body), "bench").events)
+            n += runtime.publish(
+                map_request(ExportTraceServiceRequest.FromString(body), TENANT, received_at=wall_clock()).events
+            )
         return n / (time.monotonic() - start)
 
 
@@ -231,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = Path(tmp)
         runtime = EmbeddedRuntime(data_dir)
         publisher = SerializedPublisher(runtime)
-        server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: "bench"}))
+        server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: TENANT}))
         server.start()
         live = LiveProcessor(runtime, OutcomeJoin(), publisher)
         live.run_every(args.join_every, stop)

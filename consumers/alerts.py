@@ -2,7 +2,8 @@
 
 Sources: the embedded log, opened read-only so a tail can run beside the process that writes it
 (ingest, a pipeline run), following new offsets; or a Kafka topic through a consumer group that
-commits after each printed alert. Anything undecodable on the topic is shown as such, never hidden.
+commits after each printed alert. Anything undecodable on the topic is shown as such, never hidden,
+except to a tail filtered to one tenant (`--tenant`), which shows that tenant's alerts and nothing else.
 """
 
 from __future__ import annotations
@@ -80,7 +81,11 @@ def decode_alert(codec: KafkaCodec, value: bytes | None, offset: int) -> TailIte
 
 
 def _matches(item: TailItem, tenant: str | None) -> bool:
-    return tenant is None or item.alert is None or item.alert.tenant == tenant
+    """Without a tenant: everything, undecodable records included. With one: only that tenant's alerts (an
+    undecodable record belongs to no tenant it could be shown to; the unfiltered tail shows it)."""
+    if tenant is None:
+        return True
+    return item.alert is not None and item.alert.tenant == tenant
 
 
 def embedded_alerts(

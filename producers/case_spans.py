@@ -2,7 +2,10 @@
 
 A simulated agent's spans travel the same `spans` topic as production traces, so a simulated
 contradiction and a production one look the same downstream. Everything on these spans is what the
-agent *says* (its claimed outcome, its own calls); the evidence stays in the twin's records.
+agent *says* (its claimed outcome, its own calls); the evidence stays in the twin's records. They are
+recorded under the simulation's reserved tenant (streams.ids.simulation_tenant), which no ingest key can
+map to, so spans sent from outside with the same (predictable) trace and span ids never touch them.
+Their receive time is the case's pinned clock, like their event time: simulations stay deterministic.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded
     start_ns = int(start.timestamp() * 1_000_000_000)
     duration_ns = _nanos(case.latency_ms or 0.0)
     risk_by_tool = {r.tool: r.risk for r in case.records if r.risk}
-    common: dict[str, Any] = {"occurred_at": start, "correlation_id": trace_id, "tenant": case.tenant}
+    tenant = ids.simulation_tenant(case.tenant)
+    common: dict[str, Any] = {"occurred_at": start, "received_at": start, "correlation_id": trace_id, "tenant": tenant}
     run_context = {
         "agenttwin.source": "simulation",
         "agenttwin.agent.name": case.agent,
@@ -72,7 +76,7 @@ def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded
     root_id = ids.span_id(trace_id, 0)
     spans = [
         SpanRecorded(
-            event_id=ids.event_id("SpanRecorded", trace_id, root_id),
+            event_id=ids.span_event_id(tenant, trace_id, root_id),
             trace_id=trace_id,
             span_id=root_id,
             parent_span_id=None,
@@ -106,7 +110,7 @@ def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded
         at = start + timedelta(microseconds=n)
         spans.append(
             SpanRecorded(
-                event_id=ids.event_id("SpanRecorded", trace_id, span),
+                event_id=ids.span_event_id(tenant, trace_id, span),
                 trace_id=trace_id,
                 span_id=span,
                 parent_span_id=root_id,

@@ -288,9 +288,12 @@ def graded_events(
     )
     o = graded.verified
     trace_id = ids.trace_id_for_case(case.case_id)
+    # Posted onto the agent's own trace, under the simulation's reserved tenant like its spans.
+    tenant = ids.simulation_tenant(case.tenant)
     out.append(
         OutcomeVerified(
-            event_id=ids.event_id("OutcomeVerified", trace_id, version),
+            event_id=ids.verification_event_id(tenant, trace_id, version),
+            received_at=at,
             correlation_id=trace_id,
             trace_id=trace_id,
             case_id=case.case_id,
@@ -304,7 +307,7 @@ def graded_events(
             reason=o.reason,
             agent=case.agent,
             agent_version=case.agent_version,
-            **common,
+            **{**common, "tenant": tenant},
         )
     )
     return out

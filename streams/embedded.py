@@ -190,8 +190,8 @@ class EmbeddedRuntime:
                 pending.append(dead_letter(p.name, exc.reason, str(exc), record))
                 stats.dead_letters += 1
             else:
-                if p.name not in latest or event.occurred_at > latest[p.name]:
-                    latest[p.name] = event.occurred_at
+                if p.name not in latest or event.received_time > latest[p.name]:  # never a sender's clock
+                    latest[p.name] = event.received_time
                 try:
                     pending.extend(p.handle(store, event))
                 except Exception as exc:  # the stream boundary: a poison event goes to the dead letters

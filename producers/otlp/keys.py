@@ -17,6 +17,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from producers.otlp.codec import DEFAULT_MAX_BODY_BYTES
+from streams.ids import SIMULATION_NAMESPACE, is_simulation_tenant
 
 HASH_PREFIX = "sha256:"
 API_KEY_HEADER = "x-agenttwin-api-key"
@@ -43,6 +44,12 @@ class ApiKeys:
     """Digest -> tenant. Build it with `ApiKeys.from_pairs` or `load_api_keys`."""
 
     def __init__(self, digests: Mapping[str, str]) -> None:
+        for tenant in digests.values():
+            if is_simulation_tenant(tenant):
+                raise KeyFileError(
+                    f"tenant {tenant!r} is in the namespace {SIMULATION_NAMESPACE!r} reserved for simulations; "
+                    "no API key may map to it"
+                )
         self._by_digest = dict(digests)
 
     @classmethod
@@ -72,7 +79,8 @@ class ApiKeys:
 
 
 def key_from_headers(api_key_header: str | None, authorization: str | None) -> str | None:
-    """`x-agenttwin-api-key: KEY` first, else `Authorization: Bearer KEY`."""
+    """`x-agenttwin-api-key: KEY` first (when present and not blank it alone decides, even if unknown),
+    else `Authorization: Bearer KEY` (scheme case-insensitive, RFC 9110); any other scheme is no key."""
     if api_key_header and api_key_header.strip():
         return api_key_header.strip()
     if authorization:
@@ -107,9 +115,11 @@ def read_key_file(path: Path) -> ApiKeys:
             raise KeyFileError(f"{path}: invalid JSON: {exc}") from None
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
             raise KeyFileError(f"{path}: expected an object of key -> tenant strings")
-        return ApiKeys.from_mapping(doc)
+        pairs = list(doc.items())
+    else:
+        pairs = parse_pairs(text, where=str(path))
     try:
-        return ApiKeys.from_pairs(parse_pairs(text, where=str(path)))
+        return ApiKeys.from_pairs(pairs)
     except KeyFileError as exc:
         raise KeyFileError(f"{path}: {exc}") from None
 
@@ -128,8 +138,12 @@ def load_api_keys(settings: IngestSettings, file: Path | None = None) -> ApiKeys
     """Keys from the settings' list, the settings' file and `file` (a CLI flag), later ones winning."""
     keys = ApiKeys({})
     if settings.api_keys is not None:
-        pairs = parse_pairs(settings.api_keys.get_secret_value(), separator=",", where="AGENTTWIN_INGEST_API_KEYS")
-        keys = keys.merged(ApiKeys.from_pairs(pairs))
+        where = "AGENTTWIN_INGEST_API_KEYS"
+        pairs = parse_pairs(settings.api_keys.get_secret_value(), separator=",", where=where)
+        try:
+            keys = keys.merged(ApiKeys.from_pairs(pairs))
+        except KeyFileError as exc:
+            raise KeyFileError(f"{where}: {exc}") from None
     for path in (settings.api_keys_file, file):
         if path is not None:
             keys = keys.merged(read_key_file(path.expanduser()))

@@ -51,8 +51,8 @@ class LiveProcessor:
                     except DecodeError as exc:
                         self._out([dead_letter(self.processor.name, exc.reason, str(exc), record)])
                         continue
-                    if self.latest is None or event.occurred_at > self.latest:
-                        self.latest = event.occurred_at
+                    if self.latest is None or event.received_time > self.latest:  # never a sender's clock
+                        self.latest = event.received_time
                     try:
                         outputs = self.processor.handle(self.store, event)
                     except Exception as exc:  # the stream boundary: a poison event is dead-lettered

@@ -3,7 +3,9 @@
 The tenant is the one the API key authenticated, never a span attribute: attributes are what the
 exporter says (claims), and `agenttwin.tenant` / `tenant` stay in the attributes as sent, while the
 event's `tenant` field — the one every downstream stage filters on — is the key's. Event ids come from
-(trace_id, span_id) as for simulated spans, so a re-sent batch is deduplicated.
+(tenant, trace_id, span_id), so a batch re-sent by its tenant is deduplicated and another tenant's span
+with the same ids is a different span. Every span carries the time the receiver got it (`received_at`);
+an end time beyond the documented skew from it is flagged in `clock_skew` (streams/clock.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span, Status
 
 from producers.otlp.attributes import flatten
-from streams import ids
+from streams import clock, ids
 from streams.events import SpanRecorded
 
 SOURCE_ATTRIBUTE = "agenttwin.source"
@@ -91,14 +93,19 @@ def _scope_attributes(scope_spans: ScopeSpans) -> dict[str, str]:
     return out
 
 
-def to_event(span: Span, resource: dict[str, str], scope: dict[str, str], tenant: str) -> SpanRecorded:
+def to_event(
+    span: Span, resource: dict[str, str], scope: dict[str, str], tenant: str, received_at: datetime
+) -> SpanRecorded:
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     attributes = {**scope, **flatten(span.attributes)}
     end = span.end_time_unix_nano or span.start_time_unix_nano
     parent = span.parent_span_id.hex() if any(span.parent_span_id) else None
+    occurred_at = event_time(end)
     return SpanRecorded(
-        event_id=ids.event_id("SpanRecorded", trace_id, span_id),
-        occurred_at=event_time(end),
+        event_id=ids.span_event_id(tenant, trace_id, span_id),
+        occurred_at=occurred_at,
+        received_at=received_at,
+        clock_skew=clock.clock_skew(occurred_at, received_at),
         correlation_id=trace_id,
         tenant=tenant,
         trace_id=trace_id,
@@ -117,7 +124,8 @@ def to_event(span: Span, resource: dict[str, str], scope: dict[str, str], tenant
     )
 
 
-def map_request(request: ExportTraceServiceRequest, tenant: str) -> MappedBatch:
+def map_request(request: ExportTraceServiceRequest, tenant: str, *, received_at: datetime) -> MappedBatch:
+    """The request's valid spans under `tenant`, each stamped with the receive time `received_at`."""
     events: list[SpanRecorded] = []
     problems: Counter[str] = Counter()
     for resource_spans in request.resource_spans:
@@ -129,5 +137,5 @@ def map_request(request: ExportTraceServiceRequest, tenant: str) -> MappedBatch:
                 if reason is not None:
                     problems[reason] += 1
                     continue
-                events.append(to_event(span, resource, scope, tenant))
+                events.append(to_event(span, resource, scope, tenant, received_at))
     return MappedBatch(events, sum(problems.values()), dict(problems))

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from producers.otlp.codec import (
@@ -28,6 +30,7 @@ from producers.otlp.codec import (
 from producers.otlp.keys import API_KEY_HEADER, ApiKeys, key_from_headers
 from producers.otlp.mapping import map_request
 from producers.otlp.publishing import serialized
+from streams.clock import wall_clock
 from streams.publisher import Publisher
 
 TRACES_PATH = "/v1/traces"
@@ -59,8 +62,16 @@ class Accepted:
 class Receiver:
     """The request logic apart from HTTP plumbing: headers + body in, Accepted or IngestError out."""
 
-    def __init__(self, publisher: Publisher, keys: ApiKeys, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+    def __init__(
+        self,
+        publisher: Publisher,
+        keys: ApiKeys,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        clock: Callable[[], datetime] = wall_clock,
+    ):
         self.publisher = serialized(publisher)
+        self.clock = clock  # the receive time stamped on every span
         self.keys = keys
         self.max_body_bytes = max_body_bytes
         self.stats = IngestStats()
@@ -87,7 +98,7 @@ class Receiver:
 
     def accept(self, tenant: str, body: bytes, content_type: str, encoding: str | None) -> Accepted:
         data = decompress(body, encoding, self.max_body_bytes)
-        batch = map_request(parse_request(data, content_type), tenant)
+        batch = map_request(parse_request(data, content_type), tenant, received_at=self.clock())
         written = 0
         if batch.events:
             try:

@@ -8,7 +8,7 @@ verified outcomes from the system of record (OutcomeVerified events carrying EVI
             call.set_result("ok")
         sdk.claim_outcome("SUCCESS", "Refunded 40.00 USD")
     # later, in the system of record:
-    reporter = sdk.OutcomeReporter(publisher)
+    reporter = sdk.OutcomeReporter(publisher, tenant="acme")  # the tenant whose traces it verifies
     reporter.report_outcome(run.trace_id, "FAILURE", True, "external_callback", {"refund_count": 2})
 
 Module-level functions use one default AgentTwin (set by `configure`).

@@ -2,6 +2,9 @@
 
 Statuses outside SUCCESS/PARTIAL/FAILURE/UNKNOWN become UNKNOWN; sources outside the known list become
 `unavailable`, and `unavailable` forces verified=false: a claim nobody could check is never disproved.
+A verification belongs to one tenant and matches only that tenant's claims; it carries the time the
+reporter made it (`received_at`), and the time the caller says it happened (`at`) is flagged when it is
+beyond the documented skew (streams/clock.py).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from evaluation.outcome import MAX_BUSINESS_OUTCOME, UNAVAILABLE, normalize_outcome
-from streams import ids
+from streams import clock, ids
 from streams.events import OutcomeVerified
 from twin_engine.canonical import canonical_json, sha256_hex
 
@@ -63,15 +66,21 @@ def outcome_event(
     source: str | None,
     evidence: Evidence = None,
     *,
+    tenant: str,
     at: datetime,
+    received_at: datetime | None = None,
     business_outcome: str | None = None,
     claimed_status: str | None = None,
     agent: str | None = None,
     agent_version: str | None = None,
-    tenant: str | None = None,
     verifier_version: str = SYSTEM_OF_RECORD,
 ) -> OutcomeVerified:
-    """Raises ValueError for a malformed trace id (the reporter's guard counts it)."""
+    """`at`: when the outcome was verified, as the caller says; `received_at`: when it was reported (default `at`).
+
+    Raises ValueError for a malformed trace id or an empty tenant (the reporter's guard counts it)."""
+    if not tenant or not tenant.strip():
+        raise ValueError("a verified outcome needs the tenant whose trace it verifies")
+    received = received_at or at
     trace = normalize_trace_id(trace_id)
     norm_status, norm_source = normalize_status(status), normalize_source(source)
     is_verified = bool(verified) and norm_source != UNAVAILABLE
@@ -79,8 +88,10 @@ def outcome_event(
     identity = sha256_hex([norm_status, is_verified, norm_source, reason, business_outcome, claimed_status])
     return OutcomeVerified(
         # the same report twice is one event; a corrected report is a new one (the join keeps the latest)
-        event_id=ids.event_id("OutcomeVerified", trace, verifier_version, identity),
+        event_id=ids.verification_event_id(tenant, trace, verifier_version, identity),
         occurred_at=at,
+        received_at=received,
+        clock_skew=clock.clock_skew(at, received),
         correlation_id=trace,
         tenant=tenant,
         trace_id=trace,

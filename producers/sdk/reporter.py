@@ -14,10 +14,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
 
 from producers.sdk.outcome import SYSTEM_OF_RECORD, Evidence, outcome_event
+from streams.clock import wall_clock
 from streams.events import OutcomeVerified
 from streams.publisher import Publisher
 
@@ -28,11 +29,6 @@ DEFAULT_QUEUE_SIZE = 1000
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_ATTEMPTS = 3
 _log = logging.getLogger(__name__)
-
-
-def wall_clock() -> datetime:
-    # Production reports happen now; simulations never come through here.
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -84,14 +80,16 @@ class OutcomeReporter:
         max_queue: int = DEFAULT_QUEUE_SIZE,
         batch_size: int = DEFAULT_BATCH_SIZE,
         attempts: int = DEFAULT_ATTEMPTS,
-        tenant: str | None = None,
+        tenant: str,
         verifier_version: str = SYSTEM_OF_RECORD,
         clock: Clock = wall_clock,
         sleep: Sleep = time.sleep,
         retry_delay_s: float = 0.2,
     ) -> None:
         self.publisher = publisher
-        self.tenant = tenant
+        if not tenant or not tenant.strip():
+            raise ValueError("OutcomeReporter needs the tenant whose traces it verifies (tenant=...)")
+        self.tenant = tenant  # a verification matches only the claims of this tenant
         self.verifier_version = verifier_version
         self._clock, self._sleep, self._retry_delay = clock, sleep, retry_delay_s
         self._batch_size, self._attempts = max(1, batch_size), max(1, attempts)
@@ -120,13 +118,15 @@ class OutcomeReporter:
         """Queue a verified outcome for publishing; True if queued. Never blocks, never raises."""
 
         def build() -> OutcomeVerified:
+            now = self._clock()  # the receive time: `at` is what the caller says, flagged beyond the skew
             return outcome_event(
                 trace_id,
                 status,
                 verified,
                 source,
                 evidence,
-                at=at or self._clock(),
+                at=at or now,
+                received_at=now,
                 business_outcome=business_outcome,
                 claimed_status=claimed_status,
                 agent=agent,

@@ -281,10 +281,12 @@ CREATE TABLE IF NOT EXISTS verified_outcomes
     `business_outcome` Nullable(String),
     `reason` String,
     `agent` Nullable(String),
-    `agent_version` Nullable(String)
+    `agent_version` Nullable(String),
+    `received_at` Nullable(DateTime64(3, 'UTC')),
+    `clock_skew` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
-ORDER BY (evaluator_version, trace_id)
+ORDER BY (evaluator_version, ifNull(tenant, ''), trace_id)
 SETTINGS non_replicated_deduplication_window = 1000;
 
 -- PairPlanned: The pinned pair: one planning step resolved the selection once for both sides.
@@ -331,10 +333,12 @@ CREATE TABLE IF NOT EXISTS spans
     `service_name` String,
     `source` String,
     `attributes` Map(String, String),
-    `resource_attributes` Map(String, String)
+    `resource_attributes` Map(String, String),
+    `received_at` Nullable(DateTime64(3, 'UTC')),
+    `clock_skew` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
-ORDER BY (trace_id, span_id)
+ORDER BY (ifNull(tenant, ''), trace_id, span_id)
 SETTINGS non_replicated_deduplication_window = 1000;
 
 -- TwinCallRecorded: One call (or knowledge-base retrieval) as the twin recorded it: the evidence.

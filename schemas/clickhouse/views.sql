@@ -35,6 +35,7 @@ CREATE VIEW IF NOT EXISTS v_contradictions AS
 SELECT
     alert_id,
     evaluator_version,
+    tenant,
     agent,
     agent_version,
     tool,
@@ -65,9 +66,20 @@ GROUP BY agent, agent_version, tool, hour, evaluator_version;
 
 -- One-sided outcome entries past the horizon: claims never verified, verifications without a claim.
 CREATE VIEW IF NOT EXISTS v_unmatched_outcomes AS
-SELECT kind, evaluator_version, trace_id, agent, agent_version, claimed_status, verified_status, detected_at, detail
+SELECT kind, evaluator_version, tenant, trace_id, agent, agent_version, claimed_status, verified_status, detected_at, detail
 FROM contradictions FINAL
 WHERE kind != 'contradiction';
+
+-- Spans and verified outcomes from outside whose event time is beyond the documented skew from the time
+-- the pipeline received them (streams/clock.py): flagged, never trusted for horizons.
+CREATE VIEW IF NOT EXISTS v_clock_skew AS
+SELECT 'span' AS event, tenant, trace_id, span_id AS id, occurred_at, received_at, clock_skew
+FROM spans FINAL
+WHERE clock_skew IS NOT NULL
+UNION ALL
+SELECT 'verified_outcome' AS event, tenant, trace_id, evaluator_version AS id, occurred_at, received_at, clock_skew
+FROM verified_outcomes FINAL
+WHERE clock_skew IS NOT NULL;
 
 -- Verdicts side by side per evaluator version (a replay adds a version; the old rows stay).
 CREATE VIEW IF NOT EXISTS v_verdicts_by_evaluator AS

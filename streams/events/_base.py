@@ -27,6 +27,12 @@ class Event:
             object.__setattr__(self, "event_type", type(self).__name__)
 
     @property
+    def received_time(self) -> datetime:
+        """The pipeline's time for the event, which clocks and horizons run on. Events the pipeline makes
+        itself carry it as their event time; events from outside override this with their receive time."""
+        return self.occurred_at
+
+    @property
     def key(self) -> str:
         return str(getattr(self, self.KEY_FIELD))
 

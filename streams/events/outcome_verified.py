@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from streams.events._base import Event
 
@@ -27,3 +28,9 @@ class OutcomeVerified(Event):
     business_outcome: str | None = None
     agent: str | None = None
     agent_version: str | None = None
+    received_at: datetime | None = None  # stamped on arrival (streams/clock.py); None in events written before it
+    clock_skew: str | None = None  # "future" | "too_old": occurred_at is not to be trusted
+
+    @property
+    def received_time(self) -> datetime:
+        return self.received_at or self.occurred_at

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from streams.events._base import Event
 
@@ -28,3 +29,9 @@ class SpanRecorded(Event):
     resource_attributes: dict[str, str]
     parent_span_id: str | None = None
     status_message: str | None = None
+    received_at: datetime | None = None  # stamped on arrival (streams/clock.py); None in events written before it
+    clock_skew: str | None = None  # "future" | "too_old": occurred_at is not to be trusted
+
+    @property
+    def received_time(self) -> datetime:
+        return self.received_at or self.occurred_at

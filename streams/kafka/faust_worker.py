@@ -215,8 +215,8 @@ class FaustWorker:
                     outputs.append(self._letter(exc.reason, exc, source))
                     letters += 1
                     continue
-                if self._watermark is None or event.occurred_at > self._watermark:
-                    self._watermark = event.occurred_at
+                if self._watermark is None or event.received_time > self._watermark:  # never a sender's clock
+                    self._watermark = event.received_time
                 if source.partition not in batch:
                     generation = await self._load(source.partition)
                     batch[source.partition] = (StagedStore(self.stores[source.partition]), generation)

@@ -1,8 +1,12 @@
 """Outcome join: claimed outcomes (from spans) x verified outcomes -> contradiction alerts.
 
-Keyed by trace id; either side may arrive first and at any delay. A claim is compared with each
-evaluator version's verification. One-sided entries older than the horizon are reported
-(claim never verified / verification without a claim), never dropped silently.
+Keyed by (tenant, trace id): a trace id means something only within its tenant, so a span or a
+verification from one tenant never touches another tenant's entry, and a verification matches only
+claims of its own tenant. Either side may arrive first and at any delay. A claim is compared with each
+evaluator version's verification; an alert is emitted once per (tenant, trace, evaluator version, kind)
+even when the same events are handled again. One-sided entries older than the horizon are reported
+(claim never verified / verification without a claim), never dropped silently. The horizon runs on the
+time the pipeline received each event (`received_time`), never on a time the sender wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +25,27 @@ TOOL_ATTRIBUTE = "agenttwin.outcome.tool"  # the riskiest tool of the run, set o
 DEFAULT_HORIZON = timedelta(hours=1)
 
 
+def _new_entry(tenant: str | None, trace_id: str) -> dict[str, Any]:
+    return {
+        "tenant": tenant,
+        "trace_id": trace_id,
+        "claim": None,
+        "tools": {},
+        "verified": {},
+        "sent": [],
+        "last_received": None,  # the latest receive time of the entry's events (the simulation clock)
+    }
+
+
+def _stored(key: str, value: Any) -> dict[str, Any]:
+    """A stored entry; one written before entries were keyed by tenant is keyed by its bare trace id."""
+    entry = dict(value)
+    if "trace_id" not in entry:
+        entry["tenant"] = (entry.get("claim") or {}).get("tenant")
+        entry["trace_id"] = key.rpartition("|")[2]
+    return entry
+
+
 class OutcomeJoin(Processor):
     inputs = ("spans", "verified-outcomes")
     stateful = True
@@ -35,8 +60,10 @@ class OutcomeJoin(Processor):
     def handle(self, store: Store, event: Event) -> list[Event]:
         if not isinstance(event, SpanRecorded | OutcomeVerified):
             return []
-        key = event.trace_id
-        entry: dict[str, Any] = dict(store.get(key) or {"claim": None, "tools": {}, "verified": {}, "sent": []})
+        key = ids.join_key(event.tenant, event.trace_id)
+        entry: dict[str, Any] = dict(store.get(key) or _new_entry(event.tenant, event.trace_id))
+        last = entry.get("last_received")
+        entry["last_received"] = event.received_time if last is None else max(last, event.received_time)
         if isinstance(event, SpanRecorded):
             attrs = event.attributes
             tool, risk = attrs.get("gen_ai.tool.name"), attrs.get("agenttwin.tool.risk")
@@ -50,16 +77,15 @@ class OutcomeJoin(Processor):
                     "case_id": attrs.get("agenttwin.case.id"),
                     "scenario": attrs.get("agenttwin.scenario.id"),
                     "tool": attrs.get(TOOL_ATTRIBUTE),
-                    "at": event.occurred_at,
-                    "tenant": event.tenant,
+                    "at": event.received_time,
                 }
         else:
             entry["verified"] = {**entry["verified"], event.evaluator_version: event}
-        out = self._alerts(key, entry)
+        out = self._alerts(entry)
         store[key] = entry
         return out
 
-    def _alerts(self, trace_id: str, entry: dict[str, Any]) -> list[Event]:
+    def _alerts(self, entry: dict[str, Any]) -> list[Event]:
         claim = entry["claim"]
         if claim is None:
             return []
@@ -67,41 +93,40 @@ class OutcomeJoin(Processor):
         for version, verified in sorted(entry["verified"].items()):
             if not is_contradiction(claim["status"], verified.status, verified.verified):
                 continue
-            alert = ids.alert_id(trace_id, version, "contradiction")
-            if alert in entry["sent"]:
+            alert = self._once(entry, version, "contradiction")
+            if alert is None:
                 continue
-            entry["sent"] = [*entry["sent"], alert]
-            out.append(
-                self._alert(
-                    alert,
-                    "contradiction",
-                    trace_id,
-                    entry,
-                    version,
-                    verified,
-                    f"claimed {claim['status']}, verification found {verified.status}: {verified.reason}",
-                )
-            )
+            detail = f"claimed {claim['status']}, verification found {verified.status}: {verified.reason}"
+            out.append(self._alert(alert, "contradiction", entry, version, verified, detail))
         return out
+
+    @staticmethod
+    def _once(entry: dict[str, Any], version: str, kind: str) -> str | None:
+        """The alert id if it was not emitted yet for this entry (and mark it emitted), else None."""
+        alert = ids.alert_id(entry["tenant"], entry["trace_id"], version, kind)
+        if alert in entry["sent"]:
+            return None
+        entry["sent"] = [*entry["sent"], alert]
+        return alert
 
     def _alert(
         self,
         alert: str,
         kind: str,
-        trace_id: str,
         entry: dict[str, Any],
         version: str,
         verified: OutcomeVerified | None,
         detail: str,
     ) -> ContradictionDetected:
         claim = entry["claim"] or {}
-        times = [t for t in (claim.get("at"), verified.occurred_at if verified else None) if t is not None]
+        times = [t for t in (claim.get("at"), verified.received_time if verified else None) if t is not None]
         at = max(times)
+        trace_id = entry["trace_id"]
         return ContradictionDetected(
             event_id=alert,
             occurred_at=at,
             correlation_id=trace_id,
-            tenant=claim.get("tenant") or (verified.tenant if verified else None),
+            tenant=entry["tenant"],
             alert_id=alert,
             kind=kind,
             trace_id=trace_id,
@@ -122,42 +147,42 @@ class OutcomeJoin(Processor):
         )
 
     def tick(self, store: Store, now: datetime) -> list[Event]:
-        """Report entries that stayed one-sided past the horizon (each once)."""
+        """Report entries that stayed one-sided past the horizon (each once).
+
+        `now` is the latest receive time the runtime saw. Simulated entries live on their cases' pinned
+        clock, not on the wall clock: for them the horizon runs up to the latest simulated time in the
+        store, so traffic from outside never makes a simulation's entries look overdue.
+        """
+        simulated = [
+            entry["last_received"]
+            for entry in store.values()
+            if ids.is_simulation_tenant(entry.get("tenant")) and entry.get("last_received") is not None
+        ]
+        simulation_now = min(now, max(simulated)) if simulated else now
         out: list[Event] = []
-        for trace_id, value in list(store.items()):
-            entry: dict[str, Any] = dict(value)
-            claim, verified = entry["claim"], entry["verified"]
-            if claim is not None and not verified and claim["at"] + self.horizon <= now:
-                alert = ids.alert_id(trace_id, "*", "claim_never_verified")
-                if alert not in entry["sent"]:
-                    entry["sent"] = [*entry["sent"], alert]
-                    out.append(
-                        self._alert(
-                            alert,
-                            "claim_never_verified",
-                            trace_id,
-                            entry,
-                            "*",
-                            None,
-                            f"claimed {claim['status']}; no verification within {self.horizon}",
-                        )
-                    )
-            if claim is None:
-                for version, v in sorted(verified.items()):
-                    alert = ids.alert_id(trace_id, version, "verification_without_claim")
-                    if alert in entry["sent"] or v.occurred_at + self.horizon > now:
-                        continue
-                    entry["sent"] = [*entry["sent"], alert]
-                    out.append(
-                        self._alert(
-                            alert,
-                            "verification_without_claim",
-                            trace_id,
-                            entry,
-                            version,
-                            v,
-                            f"verified {v.status}; no claimed outcome within {self.horizon}",
-                        )
-                    )
-            store[trace_id] = entry
+        for key, value in list(store.items()):
+            entry = _stored(key, value)
+            clock = simulation_now if ids.is_simulation_tenant(entry["tenant"]) else now
+            before = len(entry["sent"])
+            out += self._overdue(entry, clock)
+            if len(entry["sent"]) != before:
+                store[key] = entry
+        return out
+
+    def _overdue(self, entry: dict[str, Any], now: datetime) -> list[Event]:
+        claim, verified = entry["claim"], entry["verified"]
+        out: list[Event] = []
+        if claim is not None and not verified and claim["at"] + self.horizon <= now:
+            alert = self._once(entry, "*", "claim_never_verified")
+            if alert is not None:
+                detail = f"claimed {claim['status']}; no verification within {self.horizon}"
+                out.append(self._alert(alert, "claim_never_verified", entry, "*", None, detail))
+        if claim is None:
+            for version, v in sorted(verified.items()):
+                if v.received_time + self.horizon > now:
+                    continue
+                alert = self._once(entry, version, "verification_without_claim")
+                if alert is not None:
+                    detail = f"verified {v.status}; no claimed outcome within {self.horizon}"
+                    out.append(self._alert(alert, "verification_without_claim", entry, version, v, detail))
         return out

@@ -67,7 +67,7 @@ def test_contradiction_alert_from_a_stock_otel_export(
     provider = TracerProvider(resource=Resource.create({"service.name": "support-refund-agent"}))
     exporter = OTLPSpanExporter(endpoint=f"{server.url}/v1/traces", headers={"x-agenttwin-api-key": API_KEY})
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    reporter = OutcomeReporter(publisher)
+    reporter = OutcomeReporter(publisher, tenant="acme")
     sdk = AgentTwin(tracer_provider=provider, reporter=reporter)
     lines: list[str] = []
 
@@ -145,7 +145,7 @@ def test_contradiction_alert_from_a_stock_otel_export_embedded(tmp_path: Path, v
         provider = TracerProvider(resource=Resource.create({"service.name": "support-refund-agent"}))
         exporter = OTLPSpanExporter(endpoint=f"{server.url}/v1/traces", headers={"x-agenttwin-api-key": API_KEY})
         provider.add_span_processor(SimpleSpanProcessor(exporter))
-        reporter = OutcomeReporter(publisher)
+        reporter = OutcomeReporter(publisher, tenant="acme")
         sdk = AgentTwin(tracer_provider=provider, reporter=reporter)
 
         def join() -> int:

@@ -1,4 +1,4 @@
-"""A timer processor on Kafka: the outcome join reports a claim nobody verified once event time passes the
+"""A timer processor on Kafka: the outcome join reports a claim nobody verified once receive time passes the
 horizon — from the partition stores of the member that owns them, exactly once."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ def _claim(trace_id: str, at: datetime) -> SpanRecorded:
     return SpanRecorded(
         event_id=f"span-{trace_id}",
         occurred_at=at,
+        received_at=at,
         correlation_id=trace_id,
         tenant="acme",
         trace_id=trace_id,
@@ -47,7 +48,7 @@ def _claim(trace_id: str, at: datetime) -> SpanRecorded:
 def test_a_claim_never_verified_is_reported_after_the_horizon_once(kafka_bootstrap: str, tmp_path: Path) -> None:
     naming = new_naming()
     ensure_topics(kafka_bootstrap, naming)
-    # a dozen traces spread over the six partitions; the last one moves event time past the horizon
+    # a dozen traces spread over the six partitions; the last one moves receive time past the horizon
     lonely = [_claim(f"{n:032x}", T0) for n in range(1, 13)]
     later = _claim(f"{99:032x}", T0 + timedelta(minutes=10))
 
@@ -63,7 +64,7 @@ def test_a_claim_never_verified_is_reported_after_the_horizon_once(kafka_bootstr
             with KafkaPublisher(kafka_bootstrap, naming) as publisher:
                 await asyncio.to_thread(publisher.publish, lonely)
                 await group.wait_idle(idle_s=1.5, timeout_s=60)
-                assert await asyncio.to_thread(alerts) == []  # event time has not passed the horizon yet
+                assert await asyncio.to_thread(alerts) == []  # receive time has not passed the horizon yet
                 await asyncio.to_thread(publisher.publish, [later])
             await group.wait_for(lambda: len(alerts()) >= len(lonely), timeout_s=60, what="horizon alerts")
             deadline = time.monotonic() + 3  # a few more ticks: nothing is reported twice

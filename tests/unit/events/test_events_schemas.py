@@ -14,7 +14,7 @@ import pytest
 
 from consumers.projections import TABLE_BY_EVENT, columns_of
 from schemas import AVRO_DIR, CLICKHOUSE_DIR
-from streams.events import EVENT_TYPES, Event, OutcomeVerified
+from streams.events import EVENT_TYPES, Event, OutcomeVerified, SpanRecorded
 from streams.topics import ALL_TOPICS, TOPIC_BY_NAME
 from streams.wire import SchemaStore, check_backward_compatible
 
@@ -145,3 +145,27 @@ def test_join_topics_share_a_partition_count() -> None:
 
 def test_schema_files_ship_in_the_package() -> None:
     assert Path(AVRO_DIR, "old").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("old_file", "event_type"),
+    [("span_recorded.v1.avsc", SpanRecorded), ("outcome_verified.v2.avsc", OutcomeVerified)],
+)
+def test_events_written_before_the_receive_time_decode_without_it(old_file: str, event_type: type[Event]) -> None:
+    """received_at and clock_skew came later, with defaults: an old event reads as not stamped, and the
+    pipeline's clock falls back to its event time."""
+    old_schema = json.loads((AVRO_DIR / "old" / old_file).read_text())
+    assert {"received_at", "clock_skew"} <= {f.name for f in dataclasses.fields(event_type)}
+    assert not {"received_at", "clock_skew"} & {f["name"] for f in old_schema["fields"]}
+    sample = _sample(event_type).to_record()
+    record = {f["name"]: sample[f["name"]] for f in old_schema["fields"]}
+    parsed = fastavro.parse_schema(old_schema)
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, parsed, record)
+    fingerprint = bytes.fromhex(
+        fastavro.schema.fingerprint(fastavro.schema.to_parsing_canonical_form(parsed), "CRC-64-AVRO")
+    )
+    decoded = SchemaStore.from_directory(AVRO_DIR).decode(b"\xc3\x01" + fingerprint + body.getvalue())
+    event = event_type.from_record(decoded.record)
+    assert event.received_at is None and event.clock_skew is None  # type: ignore[attr-defined]
+    assert event.received_time == event.occurred_at == AT

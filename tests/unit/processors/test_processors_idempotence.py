@@ -130,11 +130,17 @@ def test_unverifiable_claims_are_never_disproved_but_are_reported_after_the_hori
     ]
     join, store = OutcomeJoin(horizon=timedelta(minutes=5)), {}
     assert [o for e in spans + unverified for o in join.handle(store, e)] == []
-    # A claim nobody verifies, past the horizon: reported once, not dropped.
+    # A claim nobody verifies, past the horizon: reported once, not dropped. Simulated entries run on the
+    # simulation's own clock: a later wall-clock `now` alone (traffic from outside) does not make them due...
     lonely, store2 = OutcomeJoin(horizon=timedelta(minutes=5)), {}
     for e in spans:
         lonely.handle(store2, e)
     late = max(e.occurred_at for e in spans) + timedelta(minutes=10)
+    assert lonely.tick(store2, late) == []
+    # ...a later simulated event does (here a tool span of another simulated case, ten minutes on).
+    tool_span = next(e for e in spans if "gen_ai.tool.name" in e.attributes)
+    later = SpanRecorded(**{**tool_span.to_record(), "trace_id": "f" * 32, "received_at": late, "occurred_at": late})
+    assert lonely.handle(store2, later) == []
     reported = lonely.tick(store2, late)
     assert {a.kind for a in reported if isinstance(a, ContradictionDetected)} == {"claim_never_verified"}
     assert len(reported) == 2  # one per side's trace

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 ROOT = bytes.fromhex("b7ad6b7169203331")
 CHILD = bytes.fromhex("00f067aa0ba902b7")
 START = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
+RECEIVED = datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)  # when the receiver got agent_trace() in mapping tests
 
 
 def any_value(value: Any) -> AnyValue:

@@ -25,8 +25,10 @@ AT = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
 
 def _contradiction(runtime: EmbeddedRuntime, trace: str = TRACE.hex()) -> ContradictionDetected:
-    runtime.publish(map_request(agent_trace(), "acme").events)
-    runtime.publish([outcome_event(trace, "FAILURE", True, "external_callback", "refund_count: 2", at=AT)])
+    runtime.publish(map_request(agent_trace(), "acme", received_at=AT).events)
+    runtime.publish(
+        [outcome_event(trace, "FAILURE", True, "external_callback", "refund_count: 2", tenant="acme", at=AT)]
+    )
     runtime.run([OutcomeJoin()])
     (alert,) = runtime.read_events("contradictions")
     assert isinstance(alert, ContradictionDetected)
@@ -92,7 +94,8 @@ def test_tail_reads_the_embedded_log_read_only_beside_its_writer(runtime: Embedd
     assert n == 2
     assert json.loads(lines[0])["alert_id"] == alert.alert_id
     assert "undecodable" in json.loads(lines[1])
-    assert tail_embedded(tmp_path / "data", lines.append, tenant="beta") == 1  # only the undecodable one
+    assert tail_embedded(tmp_path / "data", lines.append, tenant="beta") == 0  # neither acme's nor undecodable
+    assert tail_embedded(tmp_path / "data", lines.append, tenant="acme") == 1
 
 
 def test_tail_follows_new_alerts(runtime: EmbeddedRuntime, tmp_path: Path) -> None:

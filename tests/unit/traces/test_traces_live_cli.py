@@ -24,8 +24,8 @@ AT = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 def test_live_join_alerts_once_whichever_side_arrives_first(runtime: EmbeddedRuntime, verification_first: bool) -> None:
     publisher = SerializedPublisher(runtime)
     live = LiveProcessor(runtime, OutcomeJoin(), publisher)
-    spans = map_request(agent_trace(), "acme").events
-    verified = [outcome_event(TRACE.hex(), "FAILURE", True, "tool_result", "refund_count: 2", at=AT)]
+    spans = map_request(agent_trace(), "acme", received_at=AT).events
+    verified = [outcome_event(TRACE.hex(), "FAILURE", True, "tool_result", "refund_count: 2", tenant="acme", at=AT)]
     first, second = (verified, spans) if verification_first else (spans, verified)
     publisher.publish(first)
     assert live.step() == 0

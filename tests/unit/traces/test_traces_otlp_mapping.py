@@ -12,12 +12,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from producers.otlp.codec import JSON, PROTOBUF, IngestError, parse_request
 from producers.otlp.mapping import map_request
 from streams import ids
-from tests.unit.traces.conftest import CHILD, ROOT, START, TRACE, agent_trace, request, span
+from tests.unit.traces.conftest import CHILD, RECEIVED, ROOT, START, TRACE, agent_trace, request, span
 
 
 def test_protobuf_request_maps_every_span_field() -> None:
     body = agent_trace().SerializeToString()
-    batch = map_request(parse_request(body, PROTOBUF), "acme")
+    batch = map_request(parse_request(body, PROTOBUF), "acme", received_at=RECEIVED)
     assert batch.rejected == 0 and batch.error_message == ""
     root, child = batch.events
     assert root.trace_id == TRACE.hex() == "0af7651916cd43dd8448eb211c80319c"
@@ -32,7 +32,8 @@ def test_protobuf_request_maps_every_span_field() -> None:
     assert root.attributes["agenttwin.outcome.claimed"] == "SUCCESS"
     assert root.attributes["otel.scope.name"] == "agenttwin"
     assert root.resource_attributes == {"service.name": "refund-agent"}
-    assert root.event_id == ids.event_id("SpanRecorded", root.trace_id, root.span_id)
+    assert root.event_id == ids.span_event_id("acme", root.trace_id, root.span_id)
+    assert root.received_at == RECEIVED and root.clock_skew is None
 
 
 def test_attribute_values_are_flattened_to_strings() -> None:
@@ -45,7 +46,7 @@ def test_attribute_values_are_flattened_to_strings() -> None:
         "arr": ["a", 1, False],
         "kv": {"z": 1, "a": ["x"]},
     }
-    batch = map_request(request(span(attrs=attrs)), "acme")
+    batch = map_request(request(span(attrs=attrs)), "acme", received_at=RECEIVED)
     got = batch.events[0].attributes
     assert got["s"] == "text" and got["b"] == "true" and got["i"] == "42" and got["d"] == "0.25"
     assert got["raw"] == "AAE="
@@ -54,7 +55,9 @@ def test_attribute_values_are_flattened_to_strings() -> None:
 
 
 def test_error_status_and_unknown_service() -> None:
-    batch = map_request(request(span(status=Status.StatusCode.STATUS_CODE_ERROR), resource={}), "acme")
+    batch = map_request(
+        request(span(status=Status.StatusCode.STATUS_CODE_ERROR), resource={}), "acme", received_at=RECEIVED
+    )
     (event,) = batch.events
     assert event.status_code == "ERROR" and event.status_message == "boom"
     assert event.service_name == "unknown_service"
@@ -72,12 +75,12 @@ def test_error_status_and_unknown_service() -> None:
 def test_source_is_production_unless_agenttwin_source_says_simulation(where: str, value: str, expected: str) -> None:
     attrs = {"agenttwin.source": value}
     req = request(span(attrs=attrs)) if where == "span" else request(span(), resource=attrs)
-    assert map_request(req, "acme").events[0].source == expected
+    assert map_request(req, "acme", received_at=RECEIVED).events[0].source == expected
 
 
 def test_tenant_claimed_by_attributes_is_ignored() -> None:
     req = request(span(attrs={"agenttwin.tenant": "beta", "tenant": "beta"}), resource={"agenttwin.tenant": "beta"})
-    (event,) = map_request(req, "acme").events
+    (event,) = map_request(req, "acme", received_at=RECEIVED).events
     assert event.tenant == "acme"
     assert event.attributes["agenttwin.tenant"] == "beta"  # kept as sent: a claim, not the authority
 
@@ -92,7 +95,7 @@ def test_invalid_spans_are_rejected_and_counted() -> None:
         span(CHILD, parent=b"\x01\x02"),
         span(CHILD, start=START, end=START - 1),
     )
-    batch = map_request(req, "acme")
+    batch = map_request(req, "acme", received_at=RECEIVED)
     assert [e.span_id for e in batch.events] == [CHILD.hex()]
     assert batch.rejected == 5
     assert batch.problems == {
@@ -120,8 +123,8 @@ def _otlp_json(req: ExportTraceServiceRequest) -> bytes:
 
 def test_json_request_with_hex_ids_maps_like_protobuf() -> None:
     req = agent_trace()
-    from_json = map_request(parse_request(_otlp_json(req), JSON), "acme").events
-    from_proto = map_request(req, "acme").events
+    from_json = map_request(parse_request(_otlp_json(req), JSON), "acme", received_at=RECEIVED).events
+    from_proto = map_request(req, "acme", received_at=RECEIVED).events
     assert from_json == from_proto
     assert from_json[1].parent_span_id == "b7ad6b7169203331"
 
@@ -129,7 +132,7 @@ def test_json_request_with_hex_ids_maps_like_protobuf() -> None:
 def test_json_with_a_bad_hex_id_rejects_that_span_only() -> None:
     doc = json.loads(_otlp_json(agent_trace()))
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["spanId"] = "not-hex"
-    batch = map_request(parse_request(json.dumps(doc).encode(), JSON), "acme")
+    batch = map_request(parse_request(json.dumps(doc).encode(), JSON), "acme", received_at=RECEIVED)
     assert len(batch.events) == 1 and batch.rejected == 1 and batch.problems == {"invalid span_id": 1}
 
 
@@ -137,7 +140,7 @@ def test_json_unknown_fields_are_ignored_and_string_kinds_accepted() -> None:
     doc = json.loads(_otlp_json(agent_trace()))
     doc["somethingNew"] = {"x": 1}
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["kind"] = "SPAN_KIND_SERVER"
-    batch = map_request(parse_request(json.dumps(doc).encode(), JSON), "acme")
+    batch = map_request(parse_request(json.dumps(doc).encode(), JSON), "acme", received_at=RECEIVED)
     assert batch.events[0].kind == "SERVER"
 
 
@@ -159,5 +162,5 @@ def test_malformed_bodies_are_400(body: bytes, content_type: str) -> None:
 def test_span_kind_numbers_unknown_to_this_proto_are_unspecified() -> None:
     s = span()
     s.kind = 42  # type: ignore[assignment]
-    assert map_request(request(s), "acme").events[0].kind == "UNSPECIFIED"
+    assert map_request(request(s), "acme", received_at=RECEIVED).events[0].kind == "UNSPECIFIED"
     assert Span.SpanKind.Name(Span.SpanKind.SPAN_KIND_PRODUCER) == "SPAN_KIND_PRODUCER"

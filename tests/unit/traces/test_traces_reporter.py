@@ -46,16 +46,18 @@ def test_sources_are_normalized(given: str | None, expected: str) -> None:
 
 
 def test_an_unknown_source_forces_unverified() -> None:
-    event = outcome_event(TRACE.upper(), "failure", True, "my-crm", {"refund_count": 2}, at=AT)
+    event = outcome_event(TRACE.upper(), "failure", True, "my-crm", {"refund_count": 2}, tenant="acme", at=AT)
     assert (event.status, event.source, event.verified) == ("FAILURE", "unavailable", False)
     assert event.trace_id == TRACE and event.reason == '{"refund_count":2}'
     assert event.evaluator_version == SYSTEM_OF_RECORD and event.occurred_at == AT
 
 
 def test_event_ids_dedupe_repeats_but_not_corrections() -> None:
-    a = outcome_event(TRACE, "FAILURE", True, "tool_result", "two refunds", at=AT)
-    again = outcome_event(TRACE, "failure", True, "tool_result", "two refunds", at=datetime(2027, 1, 1, tzinfo=UTC))
-    corrected = outcome_event(TRACE, "SUCCESS", True, "tool_result", "one refund", at=AT)
+    a = outcome_event(TRACE, "FAILURE", True, "tool_result", "two refunds", tenant="acme", at=AT)
+    again = outcome_event(
+        TRACE, "failure", True, "tool_result", "two refunds", tenant="acme", at=datetime(2027, 1, 1, tzinfo=UTC)
+    )
+    corrected = outcome_event(TRACE, "SUCCESS", True, "tool_result", "one refund", tenant="acme", at=AT)
     assert a.event_id == again.event_id != corrected.event_id
 
 
@@ -99,7 +101,7 @@ class _Gate:
 
 def test_a_full_queue_drops_and_counts_without_blocking() -> None:
     gate = _Gate()
-    reporter = OutcomeReporter(gate, max_queue=3, batch_size=1, clock=lambda: AT)
+    reporter = OutcomeReporter(gate, tenant="acme", max_queue=3, batch_size=1, clock=lambda: AT)
     assert reporter.report_outcome(TRACE, "FAILURE", True, "tool_result", "first")
     assert gate.entered.wait(5)  # the sender holds the first one inside publish
     results = [reporter.report_outcome(TRACE, "FAILURE", True, "tool_result", f"r{n}") for n in range(10)]
@@ -125,12 +127,12 @@ class _Failing:
 def test_publish_failures_are_retried_then_counted_never_raised() -> None:
     sleeps: list[float] = []
     flaky = _Failing(failures=1)
-    reporter = OutcomeReporter(flaky, attempts=3, sleep=sleeps.append, clock=lambda: AT)
+    reporter = OutcomeReporter(flaky, tenant="acme", attempts=3, sleep=sleeps.append, clock=lambda: AT)
     assert reporter.report_outcome(TRACE, "FAILURE", True, "tool_result")
     assert reporter.flush()
     assert reporter.stats().sent == 1 and reporter.stats().errors == 1 and sleeps == [0.2]
     down = _Failing(failures=99)
-    dead = OutcomeReporter(down, attempts=3, sleep=sleeps.append, clock=lambda: AT)
+    dead = OutcomeReporter(down, tenant="acme", attempts=3, sleep=sleeps.append, clock=lambda: AT)
     assert dead.report_outcome(TRACE, "FAILURE", True, "tool_result")
     assert dead.close()
     stats = dead.stats()
@@ -140,7 +142,7 @@ def test_publish_failures_are_retried_then_counted_never_raised() -> None:
 
 
 def test_a_malformed_trace_id_is_counted_not_raised(runtime: EmbeddedRuntime) -> None:
-    reporter = OutcomeReporter(runtime, clock=lambda: AT)
+    reporter = OutcomeReporter(runtime, tenant="acme", clock=lambda: AT)
     assert reporter.report_outcome("not-a-trace", "FAILURE", True, "tool_result") is False
     assert reporter.report_outcome("0" * 32, "FAILURE", True, "tool_result") is False
     assert reporter.stats().errors == 2 and "ValueError" in (reporter.stats().last_error or "")
