@@ -136,10 +136,15 @@ def ingest(args: argparse.Namespace) -> int:
         closers.append(runtime)
         publisher = SerializedPublisher(runtime)
         where = f"embedded log {data_dir}"
-        if args.join_every > 0:
-            LiveProcessor(runtime, OutcomeJoin(), publisher).run_every(args.join_every, stop)
-            where += f", outcome join every {args.join_every:g} s"
-    server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body)
+    try:
+        server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body)
+    except OSError as exc:  # e.g. the port is taken: one line, exit 2, nothing left open
+        for closer in closers:
+            closer.close()
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    if not bootstrap and args.join_every > 0:
+        LiveProcessor(runtime, OutcomeJoin(), publisher).run_every(args.join_every, stop)
+        where += f", outcome join every {args.join_every:g} s"
     out(f"agenttwin ingest: {server.url}{TRACES_PATH} ({len(keys)} API key(s); {where})")
     sys.stdout.flush()
     try:

@@ -1,9 +1,15 @@
 """The OTLP/HTTP receiver: `POST /v1/traces` on a standard-library threading HTTP server.
 
 Order of checks (first failure answers, nothing is written): 404 path, 401 API key, 415 content type
-or encoding, 411/413 length, 400 body. Spans are acknowledged (200) only after the Publisher returned,
-i.e. after they are durable; a Publisher failure answers 503 with Retry-After so exporters retry, and
-redelivery is harmless because event ids are deterministic.
+or encoding, 411/413 length, 400 body (malformed, or nested too deeply). Spans are acknowledged (200)
+only after the Publisher returned, i.e. after they are durable; a Publisher failure answers 503 with
+Retry-After so exporters retry, and redelivery is harmless because event ids are deterministic. Any
+other failure is a 500 reply, logged: a request always gets an answer, never a dropped connection.
+
+Why threads and not an ASGI server: acknowledging means waiting for fsync (or Kafka's acks) under the
+log's single-writer lock, which is blocking work an async server would hand to a thread pool anyway.
+One thread per connection, with a listen backlog (LISTEN_BACKLOG) deep enough that a burst of
+connections waits in the kernel's queue instead of being reset while the accept loop catches up.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from streams.publisher import Publisher
 TRACES_PATH = "/v1/traces"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4318  # the OTLP/HTTP port
+LISTEN_BACKLOG = 1024  # socketserver's default is 5; the kernel caps it at net.core.somaxconn
 _log = logging.getLogger(__name__)
 
 
@@ -148,6 +155,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.receiver.refused(exc.status)
             self._reply(exc.status, status_body(exc.status, exc.message, reply_type), reply_type, close=True)
             return
+        except Exception:  # the request boundary: a bug answers 500 (logged) instead of dropping the connection
+            _log.exception("ingest request failed")
+            self.receiver.refused(500)
+            self._reply(
+                500, status_body(500, "internal error; see the receiver's log", reply_type), reply_type, close=True
+            )
+            return
         self._reply(200, response_body(done.rejected, done.message, content_type), content_type)
 
     def do_GET(self) -> None:
@@ -171,6 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class IngestServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
     receiver: Receiver
 
     @property
