@@ -3,12 +3,14 @@ the real embedded log and the real join."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
+from agenttwin.cli import main
 from consumers.alerts import tail_embedded
 from producers.otlp import IngestServer
 from producers.otlp.mapping import map_request
@@ -73,7 +75,7 @@ def _alerts(runtime: EmbeddedRuntime) -> list[ContradictionDetected]:
 
 
 def test_another_tenants_claim_on_my_trace_does_not_take_over_my_contradiction(
-    server: IngestServer, runtime: EmbeddedRuntime, tmp_path: object
+    server: IngestServer, runtime: EmbeddedRuntime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _beta_run(server)
     # acme sends a claim of its own on beta's trace id, after beta's claim
@@ -97,6 +99,13 @@ def test_another_tenants_claim_on_my_trace_does_not_take_over_my_contradiction(
     beta: list[str] = []
     tail_embedded(data, beta.append, tenant="beta")
     assert len(beta) == 1 and "beta's ledger" in beta[0]
+    # the same through the CLI, read-only beside the writer
+    capsys.readouterr()
+    assert main(["alerts", "tail", "--tenant", "acme", "--data-dir", str(data)]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["alerts", "tail", "--tenant", "beta", "--json", "--data-dir", str(data)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["tenant"] == "beta" and json.loads(line)["agent"] == "beta-agent"
 
 
 def test_another_tenants_failure_claim_does_not_suppress_my_alert(
@@ -111,6 +120,26 @@ def test_another_tenants_failure_claim_does_not_suppress_my_alert(
     _beta_verifies(runtime)
     contradictions = [a for a in _alerts(runtime) if a.kind == "contradiction"]
     assert [(a.tenant, a.claimed_status, a.verified_status) for a in contradictions] == [("beta", "SUCCESS", "FAILURE")]
+
+
+def test_two_tenants_with_the_same_trace_id_each_get_their_own_alert(
+    server: IngestServer, runtime: EmbeddedRuntime
+) -> None:
+    _beta_run(server)
+    _post(server, "key-acme", span(ROOT, attrs={"agenttwin.outcome.claimed": "SUCCESS"}, start=NOW_NS, end=NOW_NS))
+    _beta_verifies(runtime)
+    runtime.publish(
+        [
+            outcome_event(
+                TRACE.hex(), "FAILURE", True, "tool_result", "acme's ledger", tenant="acme", at=datetime.now(UTC)
+            )
+        ]
+    )
+    alerts = _alerts(runtime)  # through the runtime, which keeps one event per event id
+    assert sorted((a.tenant, a.kind) for a in alerts) == [("acme", "contradiction"), ("beta", "contradiction")]
+    assert len({a.alert_id for a in alerts}) == 2
+    by_tenant = {a.tenant: a.detail for a in alerts}
+    assert "acme's ledger" in str(by_tenant["acme"]) and "beta's ledger" in str(by_tenant["beta"])
 
 
 def test_a_span_with_the_same_ids_from_another_tenant_does_not_replace_mine(
@@ -154,6 +183,7 @@ def test_the_horizon_runs_on_receive_time_not_on_the_senders_clock(
 
 
 RECEIVED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NOW = datetime.now(UTC)
 
 
 def _ns(at: datetime) -> int:
@@ -196,3 +226,15 @@ def test_a_verification_needs_a_tenant() -> None:
         OutcomeReporter(EmbeddedRuntime.__new__(EmbeddedRuntime), tenant="")
     with pytest.raises(ValueError, match="tenant"):
         outcome_event(TRACE.hex(), "FAILURE", True, "external_callback", tenant=" ", at=RECEIVED)
+
+
+def test_the_same_report_for_two_tenants_is_two_events() -> None:
+    a, b = (
+        outcome_event(TRACE.hex(), "FAILURE", True, "tool_result", "2 refunds", tenant=t, at=RECEIVED)
+        for t in ("acme", "beta")
+    )
+    assert a.event_id != b.event_id
+    assert (
+        a.event_id
+        == outcome_event(TRACE.hex(), "FAILURE", True, "tool_result", "2 refunds", tenant="acme", at=NOW).event_id
+    )
