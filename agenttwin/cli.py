@@ -9,8 +9,9 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, kafka_cli, pipeline_commands, traces_cli
+from agenttwin import commands, kafka_cli, pipeline_commands, report_commands, traces_cli
 from agenttwin.errors import CliError, user_error_types
+from agenttwin.release_gate import add_gate_args
 from agenttwin.settings import load_settings
 
 DEFAULT_SEED = 42
@@ -70,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with Kafka: `agenttwin worker ...` processes do the work (default: run them in this process)",
     )
+    add_gate_args(ev, on_evaluate=True)
+    report_commands.add_report_args(ev)
     ev.set_defaults(func=pipeline_commands.evaluate)
 
     demo = sub.add_parser("demo", help="the field notes' story: 1.3.0 vs 1.2.4 and 1.3.1 vs 1.3.0, end to end")
@@ -112,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     _data_dir_arg(rv)
     rv.set_defaults(func=pipeline_commands.review)
 
+    report_commands.register(sub, _data_dir_arg, _kafka_arg)
     traces_cli.register(sub)
     kafka_cli.add_worker_parser(sub)
 

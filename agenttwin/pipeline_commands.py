@@ -20,6 +20,7 @@ from agenttwin.pipeline import (
     run_pipeline,
 )
 from agenttwin.render import Progress, out, table, to_json
+from agenttwin.report_commands import Epilogue, after_evaluate, check_report_targets, embedded_store, kafka_store
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import sql_literal as lit
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
@@ -73,6 +74,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from producers.agents.registry import check_agent_spec
 
     version = _version(args.evaluator_version)
+    check_report_targets(args)
     check_agent_spec(args.baseline)  # a bad spec or a missing model key stops here, before any case runs
     check_agent_spec(args.candidate)
     settings = load_settings()
@@ -92,11 +94,11 @@ def evaluate(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         with _kafka_warehouse(args, settings) as wh:
             report = evaluate_on_kafka(bootstrap, request, local_workers=not args.workers_running, warehouse=wh)
-        assert not isinstance(report, list)
-        doc = report.to_dict()
-        doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
-        out(to_json(doc) if args.json else render_report(doc))
-        return 0
+            assert not isinstance(report, list)
+            doc = report.to_dict()
+            doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
+            epilogue = after_evaluate(args, kafka_store(bootstrap, wh), request.evaluation_id, version)
+        return _print_evaluation(args, doc, epilogue)
     settings, emb = _open(args)
     with emb:
         request = evaluation_request(
@@ -117,11 +119,15 @@ def evaluate(args: argparse.Namespace) -> int:
         report = report_for(emb.runtime, request.evaluation_id, version)
         doc = report.to_dict()
         doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
-    if args.json:
-        out(to_json(doc))
-    else:
-        out(render_report(doc))
-    return 0
+        epilogue = after_evaluate(args, embedded_store(emb), request.evaluation_id, version)
+    return _print_evaluation(args, doc, epilogue)
+
+
+def _print_evaluation(args: argparse.Namespace, doc: dict[str, Any], epilogue: Epilogue) -> int:
+    if epilogue.gate is not None:
+        doc["gate"] = epilogue.gate
+    out(to_json(doc) if args.json else render_report(doc) + "\n" + epilogue.text)
+    return epilogue.exit_status
 
 
 def render_report(doc: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from streams.events import (
     EvaluationRequested,
     Event,
     ExpectationResulted,
+    GateDecided,
     HumanReviewed,
     OutcomeVerified,
     PairPlanned,
@@ -41,6 +42,7 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     ComparisonMade: "comparisons",
     ContradictionDetected: "contradictions",
     HumanReviewed: "reviews",
+    GateDecided: "gate_decisions",
     DeadLettered: "dead_letters",
 }
 DDL_FILES = ("tables.sql", "views.sql")

@@ -20,6 +20,10 @@ IMPROVED = "IMPROVED"
 UNCHANGED = "UNCHANGED"
 INCOMPLETE = "INCOMPLETE"
 CLASSIFICATIONS = (NEW_CRITICAL_FAILURE, REGRESSED, IMPROVED, UNCHANGED, INCOMPLETE)
+# Only repeated trials (evaluation/trials.py) produce FLAKY: both sides pass some trials and fail others,
+# and no change is significant. A single-trial evaluation never has it (its documents stay as they were).
+FLAKY = "FLAKY"
+ALL_CLASSIFICATIONS = (NEW_CRITICAL_FAILURE, REGRESSED, FLAKY, IMPROVED, UNCHANGED, INCOMPLETE)
 # Worst first: the order a case can only move along when the candidate gets worse.
 SEVERITY_ORDER = (NEW_CRITICAL_FAILURE, REGRESSED, IMPROVED, UNCHANGED)
 

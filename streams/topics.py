@@ -33,6 +33,7 @@ VERIFIED_OUTCOMES = Topic("verified-outcomes")
 COMPARISONS = Topic("comparisons")
 CONTRADICTIONS = Topic("contradictions")
 REVIEWS = Topic("reviews")
+GATE_DECISIONS = Topic("gate-decisions")
 DEAD_LETTERS = Topic("dead-letters", partitions=1)
 
 ALL_TOPICS: tuple[Topic, ...] = (
@@ -47,6 +48,7 @@ ALL_TOPICS: tuple[Topic, ...] = (
     COMPARISONS,
     CONTRADICTIONS,
     REVIEWS,
+    GATE_DECISIONS,
     DEAD_LETTERS,
 )
 TOPIC_BY_NAME: dict[str, Topic] = {t.name: t for t in ALL_TOPICS}

@@ -380,3 +380,31 @@ CREATE TABLE IF NOT EXISTS twin_calls
 ENGINE = ReplacingMergeTree
 ORDER BY (case_id, seq)
 SETTINGS non_replicated_deduplication_window = 1000;
+
+-- GateDecided: A release gate's decision on one evaluation: PASS, WARN or BLOCK, its reasons and the policy.
+-- Every decision is kept (another policy, or a re-decision after a review, is a new row).
+CREATE TABLE IF NOT EXISTS gate_decisions
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `evaluation_id` String,
+    `evaluator_version` String,
+    `baseline_agent` String,
+    `candidate_agent` String,
+    `decision` String,
+    `summary` String,
+    `blocking` Int32,
+    `warnings` Int32,
+    `cases` Int32,
+    `reasons_json` String,
+    `policy_name` String,
+    `policy_hash` String,
+    `policy_json` String,
+    `inputs_hash` String
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (evaluator_version, evaluation_id, event_id)
+SETTINGS non_replicated_deduplication_window = 1000;

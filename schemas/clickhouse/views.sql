@@ -135,3 +135,21 @@ FROM twin_calls AS t FINAL
 INNER JOIN cases AS c FINAL ON c.case_id = t.case_id
 WHERE t.kind = 'tool' AND NOT t.redelivered
 GROUP BY agent, agent_version, tool;
+
+-- Release gate decisions: one row per decision (latest last); a review and `agenttwin gate` add a new one.
+CREATE VIEW IF NOT EXISTS v_gate_decisions AS
+SELECT
+    evaluation_id,
+    evaluator_version,
+    baseline_agent,
+    candidate_agent,
+    decision,
+    summary,
+    blocking,
+    warnings,
+    cases,
+    policy_name,
+    policy_hash,
+    occurred_at AS decided_at,
+    reasons_json
+FROM gate_decisions FINAL;

@@ -9,6 +9,7 @@ from streams.events.contradiction_detected import ContradictionDetected
 from streams.events.dead_lettered import DeadLettered
 from streams.events.evaluation_requested import EvaluationRequested
 from streams.events.expectation_resulted import ExpectationResulted
+from streams.events.gate_decided import GateDecided
 from streams.events.human_reviewed import HumanReviewed
 from streams.events.outcome_verified import OutcomeVerified
 from streams.events.pair_planned import PairPlanned
@@ -28,6 +29,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ComparisonMade,
     ContradictionDetected,
     HumanReviewed,
+    GateDecided,
     DeadLettered,
 )
 EVENT_BY_SCHEMA: dict[str, type[Event]] = {e.SCHEMA: e for e in EVENT_TYPES}
@@ -44,6 +46,7 @@ __all__ = [
     "EvaluationRequested",
     "Event",
     "ExpectationResulted",
+    "GateDecided",
     "HumanReviewed",
     "OutcomeVerified",
     "PairPlanned",

@@ -1,0 +1,245 @@
+"""`agenttwin gate`, `agenttwin report`, and what `evaluate` does once the pipeline is done: the
+contradictions it lists, the gate it decides (--gate) and the reports it writes (--junit/--markdown/--html).
+
+Everything here reads the stored evaluation back from the projections (agenttwin.stored_evaluation), so
+the same evaluation gives the same gate and the same reports from `evaluate` and from these commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agenttwin.errors import CliError
+from agenttwin.release_gate import (
+    GateOutcome,
+    Publish,
+    add_gate_args,
+    decide_stored,
+    gate_evaluation,
+    load_policy,
+    render_decision,
+)
+from agenttwin.render import out, to_json
+from agenttwin.stored_evaluation import NotStoredError, StoredContradiction, StoredEvaluation, load_stored
+from consumers.clickhouse import Warehouse
+from evaluation.gate import DEFAULT_POLICY, GateDecision
+from streams.events import Event
+
+REPORT_FORMATS = ("junit", "markdown", "html")
+
+
+def add_report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (one test case per scenario; - = stdout)")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary for a pull-request comment")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], data_dir_arg: Any, kafka_arg: Any) -> None:
+    g = sub.add_parser("gate", help="decide PASS / WARN / BLOCK for a stored evaluation (again, e.g. after a review)")
+    g.add_argument("evaluation_id", metavar="EVALUATION_ID")
+    add_gate_args(g, on_evaluate=False)
+    g.add_argument("--evaluator-version", default=None)
+    g.add_argument("--json", action="store_true")
+    data_dir_arg(g)
+    kafka_arg(g)
+    g.set_defaults(func=gate)
+
+    r = sub.add_parser("report", help="write JUnit XML, Markdown or HTML reports of a stored evaluation")
+    r.add_argument("evaluation_id", metavar="EVALUATION_ID")
+    add_report_args(r)
+    r.add_argument("--evaluator-version", default=None)
+    data_dir_arg(r)
+    kafka_arg(r)
+    r.set_defaults(func=report)
+
+
+# --- where the stored evaluation lives --------------------------------------------------------------------
+
+
+@dataclass
+class Store:
+    warehouse: Warehouse
+    publish: Publish
+
+
+@contextmanager
+def open_store(args: argparse.Namespace) -> Iterator[Store]:
+    """The projections (synced first) and a way to publish events into them, on either runtime."""
+    from agenttwin.pipeline_commands import _kafka, _kafka_warehouse, _open
+    from agenttwin.settings import load_settings
+
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import sync_warehouse_from_kafka
+
+        with _kafka_warehouse(args, settings) as wh:
+            sync_warehouse_from_kafka(bootstrap, wh)
+            yield kafka_store(bootstrap, wh)
+        return
+    _, emb = _open(args)
+    with emb:
+        from consumers.embedded_sink import sync
+
+        sync(emb.runtime, emb.warehouse)
+
+        yield embedded_store(emb)
+
+
+def kafka_store(bootstrap: str, warehouse: Warehouse) -> Store:
+    from agenttwin.kafka_cli import sync_warehouse_from_kafka
+    from streams.kafka.publisher import KafkaPublisher
+
+    def publish(events: Sequence[Event]) -> None:
+        with KafkaPublisher(bootstrap) as publisher:
+            publisher.publish(events)
+        sync_warehouse_from_kafka(bootstrap, warehouse)
+
+    return Store(warehouse, publish)
+
+
+def embedded_store(emb: Any) -> Store:
+    from consumers.embedded_sink import sync
+
+    def publish(events: Sequence[Event]) -> None:
+        emb.runtime.publish(events)
+        sync(emb.runtime, emb.warehouse)
+
+    return Store(emb.warehouse, publish)
+
+
+def _version(args: argparse.Namespace) -> str:
+    from agenttwin.pipeline_commands import _version as check_version
+
+    return check_version(getattr(args, "evaluator_version", None))
+
+
+# --- commands ---------------------------------------------------------------------------------------------
+
+
+def gate(args: argparse.Namespace) -> int:
+    version = _version(args)
+    policy = load_policy(args.policy)
+    with open_store(args) as store:
+        outcome = gate_evaluation(store.warehouse, store.publish, args.evaluation_id, version, policy)
+    decision = outcome.decision
+    if args.json:
+        out(to_json({"evaluation_id": args.evaluation_id, "evaluator_version": version, **decision.to_dict()}))
+    else:
+        out(render_decision(decision))
+    return decision.exit_status(args.warn_exit)
+
+
+def report(args: argparse.Namespace) -> int:
+    if not any(getattr(args, f) for f in REPORT_FORMATS):
+        raise CliError("say which report to write: --html FILE, --markdown FILE and/or --junit FILE")
+    version = _version(args)
+    with open_store(args) as store:
+        try:
+            stored = load_stored(store.warehouse, args.evaluation_id, version, with_cases=True)
+        except NotStoredError as exc:
+            raise CliError(str(exc)) from None
+        decision = _shown_decision(store.warehouse, stored)
+    write_reports(args, [(stored, decision)])
+    return 0
+
+
+def _shown_decision(warehouse: Warehouse, stored: StoredEvaluation) -> GateDecision:
+    """The gate decision a report shows: re-decided under the latest stored decision's policy, else the
+    default policy (a report never invents a decision nobody could reproduce: the policy is named)."""
+    from agenttwin.stored_evaluation import latest_gate_decision
+    from evaluation.gate import policy_from_spec
+
+    latest = latest_gate_decision(warehouse, stored.evaluation_id, stored.evaluator_version)
+    policy = DEFAULT_POLICY
+    if latest is not None:
+        import json
+
+        spec = json.loads(str(latest["policy_json"]))
+        policy = policy_from_spec(spec.pop("name"), spec)
+    return decide_stored(stored, policy)
+
+
+def write_reports(args: argparse.Namespace, evaluations: Sequence[tuple[StoredEvaluation, GateDecision]]) -> list[str]:
+    """Write every report the flags ask for; returns the paths written ('-' prints to stdout)."""
+    from agenttwin.reports import render_html, render_junit, render_markdown
+
+    renderers = {"junit": render_junit, "markdown": render_markdown, "html": render_html}
+    written = []
+    for fmt in REPORT_FORMATS:
+        target = getattr(args, fmt, None)
+        if not target:
+            continue
+        text = renderers[fmt](evaluations)
+        if target == "-":
+            sys.stdout.write(text)
+            continue
+        path = Path(target).expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write the {fmt} report to {target}: {exc.strerror or exc}") from None
+        written.append(str(path))
+    return written
+
+
+def check_report_targets(args: argparse.Namespace) -> None:
+    """Before any case runs: evaluate prints its own output on stdout, so reports go to files; a policy file
+    is checked now, not after the run."""
+    for fmt in REPORT_FORMATS:
+        if getattr(args, fmt, None) == "-":
+            raise CliError(f"--{fmt} -: evaluate prints its own output on stdout; give a file")
+    if getattr(args, "gate", None):
+        load_policy(args.gate)
+
+
+# --- evaluate's epilogue ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    text: str  # what the table output adds after the comparison (contradictions, gate, reports written)
+    gate: dict[str, Any] | None  # the decision for --json (None without --gate)
+    exit_status: int
+
+
+def after_evaluate(args: argparse.Namespace, store: Store, evaluation_id: str, version: str) -> Epilogue:
+    wants_reports = any(getattr(args, f, None) for f in REPORT_FORMATS)
+    policy = load_policy(args.gate) if args.gate else None
+    stored = load_stored(store.warehouse, evaluation_id, version, with_cases=wants_reports)
+    lines = [render_contradictions(stored.contradictions)]
+    gate_doc = None
+    status = 0
+    decision = None
+    if policy is not None:
+        outcome: GateOutcome = gate_evaluation(store.warehouse, store.publish, evaluation_id, version, policy)
+        decision = outcome.decision
+        gate_doc = decision.to_dict()
+        status = decision.exit_status(args.warn_exit)
+        lines += ["", render_decision(decision)]
+    if wants_reports:
+        shown = decision or _shown_decision(store.warehouse, stored)
+        for path in write_reports(args, [(stored, shown)]):
+            lines.append(f"Report written: {path}")
+    return Epilogue("\n".join(lines), gate_doc, status)
+
+
+def render_contradictions(items: Sequence[StoredContradiction]) -> str:
+    if not items:
+        return "\nContradictions: none (no success claim was disproved by the twin's state)."
+    lines = ["", f"Contradictions ({len(items)}): the agent claimed success, the twin's state says otherwise"]
+    for k in items:
+        who = f"{k.side.lower() or 'case'} {k.agent}"
+        lines.append(f"- {who} on {k.scenario}: claimed {k.claimed}, verified {k.verified}")
+        if k.reply:
+            reply = " ".join(k.reply.split())
+            lines.append(f'    reply: "{reply if len(reply) <= 200 else reply[:199] + "…"}"')
+        lines.append(f"    evidence: {k.detail}")
+    return "\n".join(lines)
