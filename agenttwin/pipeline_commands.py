@@ -20,7 +20,14 @@ from agenttwin.pipeline import (
     run_pipeline,
 )
 from agenttwin.render import Progress, out, table, to_json
-from agenttwin.report_commands import Epilogue, after_evaluate, check_report_targets, embedded_store, kafka_store
+from agenttwin.report_commands import (
+    Epilogue,
+    after_evaluate,
+    check_report_targets,
+    demo_epilogue,
+    embedded_store,
+    kafka_store,
+)
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import sql_literal as lit
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
@@ -196,6 +203,9 @@ def demo(args: argparse.Namespace) -> int:
             evaluate_on_kafka(bootstrap, requests, local_workers=True, warehouse=wh)
             out(f"AgentTwin demo: the field notes' story on Kafka ({bootstrap})\n")
             _print_demo(wh, requests, version)
+            root = Path(args.data_dir).expanduser() if args.data_dir else settings.resolved_data_dir
+            report = demo_epilogue(kafka_store(bootstrap, wh), [r.evaluation_id for r in requests], version, root)
+        out(f"HTML report of the story: {report}")
         return 0
     settings, emb = _open(args)
     with emb:
@@ -206,6 +216,9 @@ def demo(args: argparse.Namespace) -> int:
         out(f"AgentTwin demo: the field notes' story on the embedded runtime (data in {emb.runtime.data_dir})\n")
         _print_demo(emb.warehouse, requests, version)
         out(f"{stats.run.produced} new events, {stats.sink.rows} rows projected.")
+        ids = [r.evaluation_id for r in requests]
+        report = demo_epilogue(embedded_store(emb), ids, version, emb.runtime.data_dir)
+    out(f"HTML report of the story: {report}")
     return 0
 
 

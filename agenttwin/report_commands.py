@@ -243,3 +243,28 @@ def render_contradictions(items: Sequence[StoredContradiction]) -> str:
             lines.append(f'    reply: "{reply if len(reply) <= 200 else reply[:199] + "…"}"')
         lines.append(f"    evidence: {k.detail}")
     return "\n".join(lines)
+
+
+# --- the demo's ending ------------------------------------------------------------------------------------
+
+DEMO_REPORT = "reports/agenttwin-demo.html"
+
+
+def demo_epilogue(store: Store, evaluation_ids: Sequence[str], version: str, data_dir: Path) -> str:
+    """Decide each pair under the default policy (published, like `--gate`), print the decisions and write
+    the story's HTML report; returns the report's path."""
+    shown = []
+    for evaluation_id in evaluation_ids:
+        outcome = gate_evaluation(store.warehouse, store.publish, evaluation_id, version, DEFAULT_POLICY)
+        stored = load_stored(store.warehouse, evaluation_id, version, with_cases=True)
+        shown.append((stored, outcome.decision))
+        out(
+            f"Release gate (default policy) for {stored.candidate_agent} vs {stored.baseline_agent}: "
+            f"{outcome.decision.summary}"
+        )
+    from agenttwin.reports import render_html
+
+    path = (data_dir / DEMO_REPORT).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(shown), encoding="utf-8")
+    return str(path)

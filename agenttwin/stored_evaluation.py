@@ -138,7 +138,8 @@ def load_stored(
 
 def latest_gate_decision(warehouse: Warehouse, evaluation_id: str, evaluator_version: str) -> dict[str, JSON] | None:
     rows = warehouse.query(
-        "SELECT decision, summary, reasons_json, policy_name, policy_hash, occurred_at FROM gate_decisions FINAL "
+        "SELECT decision, summary, reasons_json, policy_name, policy_hash, policy_json, occurred_at "
+        "FROM gate_decisions FINAL "
         f"WHERE evaluation_id = {lit(evaluation_id)} AND evaluator_version = {lit(evaluator_version)} "
         "ORDER BY occurred_at DESC, event_id DESC LIMIT 1"
     ).as_dicts()

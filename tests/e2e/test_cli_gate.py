@@ -35,8 +35,16 @@ def test_the_planted_regression_is_blocked_naming_both_contradictions(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, out, _ = run(
-        capsys, "evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0", "--gate", "--json",
-        "--data-dir", str(tmp_path),
+        capsys,
+        "evaluate",
+        "--baseline",
+        "demo:1.2.4",
+        "--candidate",
+        "demo:1.3.0",
+        "--gate",
+        "--json",
+        "--data-dir",
+        str(tmp_path),
     )
     assert code == 1
     gate = json.loads(out)["gate"]
@@ -56,8 +64,15 @@ def test_the_fix_passes_with_exit_0_and_the_table_output_shows_the_gate(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, out, _ = run(
-        capsys, "evaluate", "--baseline", "demo:1.3.0", "--candidate", "demo:1.3.1", "--gate",
-        "--data-dir", str(tmp_path),
+        capsys,
+        "evaluate",
+        "--baseline",
+        "demo:1.3.0",
+        "--candidate",
+        "demo:1.3.1",
+        "--gate",
+        "--data-dir",
+        str(tmp_path),
     )
     assert code == 0
     assert "Release gate: PASS" in out and "no rule triggered over 9 compared cases" in out
@@ -66,8 +81,9 @@ def test_the_fix_passes_with_exit_0_and_the_table_output_shows_the_gate(
 
 
 def test_without_gate_evaluate_exits_0_whatever_it_found(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, _ = run(capsys, "evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0",
-                       "--data-dir", str(tmp_path))
+    code, out, _ = run(
+        capsys, "evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0", "--data-dir", str(tmp_path)
+    )
     assert code == 0 and "Release gate" not in out
     assert "Contradictions (2)" in out  # the terminal tells the whole story even without a gate
 
@@ -75,8 +91,17 @@ def test_without_gate_evaluate_exits_0_whatever_it_found(capsys: pytest.CaptureF
 def test_a_custom_policy_blocks_a_regression_the_default_only_warns_on(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    base = ["evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0", "--suite", HAPPY_PATH,
-            "--data-dir", str(tmp_path)]
+    base = [
+        "evaluate",
+        "--baseline",
+        "demo:1.2.4",
+        "--candidate",
+        "demo:1.3.0",
+        "--suite",
+        HAPPY_PATH,
+        "--data-dir",
+        str(tmp_path),
+    ]
     code, out, _ = run(capsys, *base, "--gate")
     assert code == 0 and "Release gate: WARN" in out and "Newly failing: policy-before-refund." in out
     assert run(capsys, *base, "--gate", "--warn-exit", "3")[0] == 3
@@ -85,21 +110,50 @@ def test_a_custom_policy_blocks_a_regression_the_default_only_warns_on(
     code, out, _ = run(capsys, *base, "--gate", str(policy))
     assert code == 1 and "Release gate: BLOCK  (policy no-regressions" in out
     decisions = sql(capsys, tmp_path, "SELECT decision, policy_name FROM v_gate_decisions ORDER BY policy_name")
-    assert decisions == [{"decision": "WARN", "policy_name": "default"},
-                         {"decision": "BLOCK", "policy_name": "no-regressions"}]
+    assert decisions == [
+        {"decision": "WARN", "policy_name": "default"},
+        {"decision": "BLOCK", "policy_name": "no-regressions"},
+    ]
 
 
 def test_gate_decides_again_from_stored_comparisons_after_a_review(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     args = ["--data-dir", str(tmp_path)]
-    code, out, _ = run(capsys, "evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0",
-                       "--suite", HAPPY_PATH, "--gate", "--json", *args)
+    code, out, _ = run(
+        capsys,
+        "evaluate",
+        "--baseline",
+        "demo:1.2.4",
+        "--candidate",
+        "demo:1.3.0",
+        "--suite",
+        HAPPY_PATH,
+        "--gate",
+        "--json",
+        *args,
+    )
     evaluation_id = json.loads(out)["evaluation_id"]
     assert code == 0 and json.loads(out)["gate"]["decision"] == "WARN"
-    code, _, _ = run(capsys, "review", "--evaluation-id", evaluation_id, "--scenario", "refund-happy-path",
-                     "--side", "candidate", "--expectation", "policy-before-refund", "--status", "pass",
-                     "--note", "The policy was read from the order's cached terms", "--reviewer", "ana", *args)
+    code, _, _ = run(
+        capsys,
+        "review",
+        "--evaluation-id",
+        evaluation_id,
+        "--scenario",
+        "refund-happy-path",
+        "--side",
+        "candidate",
+        "--expectation",
+        "policy-before-refund",
+        "--status",
+        "pass",
+        "--note",
+        "The policy was read from the order's cached terms",
+        "--reviewer",
+        "ana",
+        *args,
+    )
     assert code == 0
     code, out, _ = run(capsys, "gate", evaluation_id, "--json", *args)
     assert code == 0
@@ -113,8 +167,18 @@ def test_gate_decides_again_from_stored_comparisons_after_a_review(
 def test_bad_gate_inputs_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(STRICT.replace("BLOCK", "HALT"))
-    code, out, err = run(capsys, "evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0",
-                         "--gate", str(bad), "--data-dir", str(tmp_path))
+    code, out, err = run(
+        capsys,
+        "evaluate",
+        "--baseline",
+        "demo:1.2.4",
+        "--candidate",
+        "demo:1.3.0",
+        "--gate",
+        str(bad),
+        "--data-dir",
+        str(tmp_path),
+    )
     assert code == 2 and "bad.yaml:5: spec.classifications.REGRESSED" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "topics-log").exists() or "evaluations" not in out  # refused before any case ran
     code, _, err = run(capsys, "gate", "ev-nope", "--data-dir", str(tmp_path))

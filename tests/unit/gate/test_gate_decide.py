@@ -20,11 +20,24 @@ from evaluation.gate import (
 )
 
 
-def doc(scenario: str, classification: str, *, severity: str = "medium", tags: tuple[str, ...] = (),
-        b_status: str = "PASSED", c_status: str = "PASSED", c_retries: int = 0) -> dict:
+def doc(
+    scenario: str,
+    classification: str,
+    *,
+    severity: str = "medium",
+    tags: tuple[str, ...] = (),
+    b_status: str = "PASSED",
+    c_status: str = "PASSED",
+    c_retries: int = 0,
+) -> dict:
     def side(status: str, retries: int) -> dict:
-        return {"status": status, "reason": "", "metrics": {"retries": retries, "tool_calls": 3, "cost_usd": None},
-                "semantic_scores": []}
+        return {
+            "status": status,
+            "reason": "",
+            "metrics": {"retries": retries, "tool_calls": 3, "cost_usd": None},
+            "semantic_scores": [],
+        }
+
     return {
         "scenario": scenario,
         "classification": classification,
@@ -36,14 +49,24 @@ def doc(scenario: str, classification: str, *, severity: str = "medium", tags: t
     }
 
 
-LIE = GateContradiction("lie", "demo:1.3.0", "SUCCESS", "FAILURE",
-                        "claimed SUCCESS, verification found FAILURE: refund_count: expected 1, got 2", "c1")
+LIE = GateContradiction(
+    "lie",
+    "demo:1.3.0",
+    "SUCCESS",
+    "FAILURE",
+    "claimed SUCCESS, verification found FAILURE: refund_count: expected 1, got 2",
+    "c1",
+)
 
 
 def test_default_policy_blocks_new_critical_failures_and_contradictions_and_warns_on_regressions() -> None:
     facts = facts_from_documents(
-        [doc("a", "NEW_CRITICAL_FAILURE", c_status="FAILED"), doc("b", "REGRESSED", c_status="FAILED"),
-         doc("lie", "UNCHANGED"), doc("d", "INCOMPLETE", c_status="ERRORED")],
+        [
+            doc("a", "NEW_CRITICAL_FAILURE", c_status="FAILED"),
+            doc("b", "REGRESSED", c_status="FAILED"),
+            doc("lie", "UNCHANGED"),
+            doc("d", "INCOMPLETE", c_status="ERRORED"),
+        ],
         [LIE],
     )
     decision = decide(DEFAULT_POLICY, facts)
