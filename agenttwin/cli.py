@@ -62,6 +62,20 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--candidate", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
     _suite_args(ev)
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
+    ev.add_argument(
+        "--trials",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run each case K times per side (trial n of both sides on the same seed); K >= 3, or 1 (default)",
+    )
+    ev.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="simulate up to N cases at once (results are byte-identical to a serial run; default 1)",
+    )
     ev.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     ev.add_argument("--json", action="store_true", help="print the full comparison document")
     _data_dir_arg(ev)

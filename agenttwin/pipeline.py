@@ -64,12 +64,19 @@ def evaluation_request(
     seed: int | None,
     evaluation_id: str | None,
     evaluator_version: str,
+    trials: int = 1,
 ) -> EvaluationRequested:
     """The request event: it carries the twin and scenario documents, so a replay never rereads files."""
     evaluator_set(evaluator_version)
     world_twin, scenarios = load_world(suite, twin)
     plan = plan_evaluation(
-        baseline, candidate, twin=world_twin, scenarios=scenarios, seed=seed, evaluation_id=evaluation_id
+        baseline,
+        candidate,
+        twin=world_twin,
+        scenarios=scenarios,
+        seed=seed,
+        evaluation_id=evaluation_id,
+        trials=trials,
     )
     return EvaluationRequested(
         event_id=ids.event_id("EvaluationRequested", plan.evaluation_id, plan.request_hash),
@@ -82,6 +89,7 @@ def evaluation_request(
         evaluator_version=evaluator_version,
         twin_json=canonical_json(world_twin.definition),
         scenarios_json=canonical_json([dict(s.raw) for s in scenarios]),
+        trials=trials,
     )
 
 
@@ -140,6 +148,20 @@ def report_from_events(events: Sequence[Event], evaluation_id: str, evaluator_ve
             and e.evaluator_version == evaluator_version
         ):
             sides[e.side][e.case_id] = graded_from_verdict(e)
+    if pair.trials > 1:
+        from evaluation.trials import build_trials_report
+
+        return build_trials_report(
+            evaluation_id=evaluation_id,
+            baseline_agent=pair.baseline_agent,
+            candidate_agent=pair.candidate_agent,
+            run_seed=pair.run_seed,
+            evaluator_version=evaluator_version,
+            trials=pair.trials,
+            baseline_cases=list(sides[BASELINE].values()),
+            candidate_cases=list(sides[CANDIDATE].values()),
+            pair_id=pair.pair_id,
+        )
     return build_report(
         evaluation_id=evaluation_id,
         baseline_agent=pair.baseline_agent,

@@ -30,6 +30,7 @@ from agenttwin.report_commands import (
 )
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import sql_literal as lit
+from evaluation.pairing import MAX_TRIALS
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import PairPlanned
 from streams.topics import TOPIC_BY_NAME
@@ -37,6 +38,7 @@ from streams.topics import TOPIC_BY_NAME
 # The field notes' story: the planted regression against the good baseline, then the fix against it.
 DEMO_PAIRS = (("demo:1.2.4", "demo:1.3.0"), ("demo:1.3.0", "demo:1.3.1"))
 DEMO_SEED = 42
+MAX_CONCURRENCY = 64
 
 
 def _open(args: argparse.Namespace) -> tuple[Settings, Embedded]:
@@ -82,6 +84,7 @@ def evaluate(args: argparse.Namespace) -> int:
 
     version = _version(args.evaluator_version)
     check_report_targets(args)
+    _check_trials_and_concurrency(args)
     check_agent_spec(args.baseline)  # a bad spec or a missing model key stops here, before any case runs
     check_agent_spec(args.candidate)
     settings = load_settings()
@@ -97,6 +100,7 @@ def evaluate(args: argparse.Namespace) -> int:
             seed=args.seed,
             evaluation_id=args.evaluation_id,
             evaluator_version=version,
+            trials=args.trials,
         )
         started = time.perf_counter()
         with _kafka_warehouse(args, settings) as wh:
@@ -116,6 +120,7 @@ def evaluate(args: argparse.Namespace) -> int:
             seed=args.seed,
             evaluation_id=args.evaluation_id,
             evaluator_version=version,
+            trials=args.trials,
         )
         started = time.perf_counter()
         emb.runtime.publish([request])
@@ -135,6 +140,19 @@ def _print_evaluation(args: argparse.Namespace, doc: dict[str, Any], epilogue: E
         doc["gate"] = epilogue.gate
     out(to_json(doc) if args.json else render_report(doc) + "\n" + epilogue.text)
     return epilogue.exit_status
+
+
+def _check_trials_and_concurrency(args: argparse.Namespace) -> None:
+    from evaluation.trials import TrialsError, check_trials
+
+    if not 1 <= args.trials <= MAX_TRIALS:
+        raise CliError(f"--trials must be between 1 and {MAX_TRIALS}, got {args.trials}")
+    try:
+        check_trials(args.trials)
+    except TrialsError as exc:
+        raise CliError(str(exc)) from None
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        raise CliError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {args.concurrency}")
 
 
 def render_report(doc: dict[str, Any]) -> str:
@@ -178,6 +196,7 @@ _WORDS = {
     "IMPROVED": ("improved", "improved"),
     "UNCHANGED": ("unchanged", "unchanged"),
     "INCOMPLETE": ("incomplete", "incomplete"),
+    "FLAKY": ("flaky", "flaky"),
 }
 
 

@@ -72,9 +72,10 @@ def plan_evaluation(
     scenarios: Sequence[Scenario],
     seed: int | None,
     evaluation_id: str | None,
+    trials: int = 1,
 ) -> PairPlan:
     refs = [
         ScenarioRef(name=s.name, spec_hash=s.spec_hash, seed=s.seed, severity=s.severity, tags=tuple(s.tags))
         for s in scenarios
     ]
-    return plan_pair(evaluation_id, baseline, candidate, refs, twin.name, twin.hash, seed)
+    return plan_pair(evaluation_id, baseline, candidate, refs, twin.name, twin.hash, seed, trials)

@@ -98,8 +98,15 @@ class CaseComparison:
     state_changes: tuple[StateDifference, ...]
     tool_selection: ToolSelection
     risk: str
+    trials: dict[str, JSON] | None = None  # only with repeated trials (evaluation/trials.py)
 
     def to_dict(self) -> dict[str, JSON]:
+        doc = self._doc()
+        if self.trials is not None:
+            doc["trials"] = self.trials
+        return doc
+
+    def _doc(self) -> dict[str, JSON]:
         return {
             "scenario": self.scenario_name,
             "severity": self.severity,

@@ -22,6 +22,7 @@ JSON = Any
 BASELINE = "BASELINE"
 CANDIDATE = "CANDIDATE"
 SIDES = (BASELINE, CANDIDATE)
+MAX_TRIALS = 100
 
 
 class PairingError(ValueError):
@@ -52,9 +53,11 @@ class CasePlan:
     case_seed: int
     severity: str
     tags: tuple[str, ...]
+    trial: int = 1  # 1..trials; trial 1 runs on the run seed itself
 
     def to_dict(self) -> dict[str, JSON]:
         return {
+            "trial": self.trial,
             "case_id": self.case_id,
             "evaluation_id": self.evaluation_id,
             "side": self.side,
@@ -82,6 +85,7 @@ class PairPlan:
     scenarios: tuple[ScenarioRef, ...]  # the resolved selection, by name
     baseline: tuple[CasePlan, ...]
     candidate: tuple[CasePlan, ...]
+    trials: int = 1
 
     def side(self, side: str) -> tuple[CasePlan, ...]:
         if side == BASELINE:
@@ -100,6 +104,7 @@ class PairPlan:
             "candidate_agent": self.candidate_agent,
             "twin_name": self.twin_name,
             "twin_hash": self.twin_hash,
+            "trials": self.trials,
             "scenarios": [
                 {
                     "name": s.name,
@@ -125,17 +130,21 @@ def derive_evaluation_id(
     scenario_hashes: Mapping[str, str],
     twin_hash: str,
     seed: int | None,
+    trials: int = 1,
 ) -> str:
-    """ "ev-" + 16 hex of SHA-256 over the request's canonical JSON (selection order is irrelevant)."""
-    return "ev-" + _short_hash(
-        {
-            "baseline": baseline_spec,
-            "candidate": candidate_spec,
-            "scenarios": dict(sorted(scenario_hashes.items())),
-            "twin_hash": twin_hash,
-            "seed": seed,
-        }
-    )
+    """ "ev-" + 16 hex of SHA-256 over the request's canonical JSON (selection order is irrelevant).
+
+    One trial is the request as it always was (same id); more trials are another request."""
+    request: dict[str, JSON] = {
+        "baseline": baseline_spec,
+        "candidate": candidate_spec,
+        "scenarios": dict(sorted(scenario_hashes.items())),
+        "twin_hash": twin_hash,
+        "seed": seed,
+    }
+    if trials != 1:
+        request["trials"] = trials
+    return "ev-" + _short_hash(request)
 
 
 def run_seed_for(evaluation_id: str, seed: int | None) -> int:
@@ -150,8 +159,26 @@ def pair_id_for(evaluation_id: str) -> str:
     return "pair-" + hashlib.sha256(f"pair:{evaluation_id}".encode()).hexdigest()[:16]
 
 
-def case_id_for(evaluation_id: str, side: str, scenario_name: str) -> str:
-    return f"{evaluation_id}:{side.lower()}:{scenario_name}"
+def trial_run_seed(run_seed: int, trial: int) -> int:
+    """Trial 1 runs on the run seed itself (so one trial is exactly a plain evaluation); trial n > 1 on the
+    first 4 bytes (big-endian) of SHA-256("trial:{run seed}:{n}"). Both sides of trial n share it."""
+    if trial == 1:
+        return run_seed
+    return int.from_bytes(hashlib.sha256(f"trial:{run_seed}:{trial}".encode()).digest()[:4], "big")
+
+
+def case_id_for(evaluation_id: str, side: str, scenario_name: str, trial: int = 1) -> str:
+    base = f"{evaluation_id}:{side.lower()}:{scenario_name}"
+    return base if trial == 1 else f"{base}#{trial}"
+
+
+def trial_of(case_id: str, evaluation_id: str, side: str, scenario_name: str) -> int | None:
+    """The trial a case id names (1 for the plain id), None when it is not a case of that side and scenario."""
+    base = case_id_for(evaluation_id, side, scenario_name)
+    if case_id == base:
+        return 1
+    suffix = case_id[len(base) + 1 :] if case_id.startswith(base + "#") else ""
+    return int(suffix) if suffix.isdigit() and suffix[0] != "0" and int(suffix) > 1 else None
 
 
 def resolve_selection(scenarios: Sequence[ScenarioRef]) -> tuple[ScenarioRef, ...]:
@@ -176,16 +203,18 @@ def _request_hash(
     selection: Sequence[ScenarioRef],
     twin_hash: str,
     seed: int | None,
+    trials: int = 1,
 ) -> str:
-    return sha256_hex(
-        {
-            "baseline": baseline_spec,
-            "candidate": candidate_spec,
-            "scenarios": [[s.name, s.spec_hash, s.seed] for s in selection],
-            "twin_hash": twin_hash,
-            "seed": seed,
-        }
-    )
+    request: dict[str, JSON] = {
+        "baseline": baseline_spec,
+        "candidate": candidate_spec,
+        "scenarios": [[s.name, s.spec_hash, s.seed] for s in selection],
+        "twin_hash": twin_hash,
+        "seed": seed,
+    }
+    if trials != 1:
+        request["trials"] = trials
+    return sha256_hex(request)
 
 
 def _plan_side(
@@ -196,11 +225,13 @@ def _plan_side(
     seeds: Mapping[str, int],
     twin_name: str,
     twin_hash: str,
+    *,
+    trial: int = 1,
 ) -> tuple[CasePlan, ...]:
-    """One side's cases. Both sides are built by this function from the SAME seeds."""
+    """One side's cases of one trial. Both sides are built by this function from the SAME seeds."""
     return tuple(
         CasePlan(
-            case_id=case_id_for(evaluation_id, side, ref.name),
+            case_id=case_id_for(evaluation_id, side, ref.name, trial),
             evaluation_id=evaluation_id,
             side=side,
             agent=agent,
@@ -211,9 +242,30 @@ def _plan_side(
             case_seed=seeds[ref.name],
             severity=ref.severity,
             tags=tuple(ref.tags),
+            trial=trial,
         )
         for ref in selection
     )
+
+
+def _plan_trials(
+    evaluation_id: str,
+    side: str,
+    agent: str,
+    selection: Sequence[ScenarioRef],
+    run_seed: int,
+    twin_name: str,
+    twin_hash: str,
+    trials: int,
+) -> tuple[CasePlan, ...]:
+    out: list[CasePlan] = []
+    for trial in range(1, trials + 1):
+        seeds = {ref.name: case_seed(trial_run_seed(run_seed, trial), ref.name, ref.seed) for ref in selection}
+        if trial == 1:
+            out += _plan_side(evaluation_id, side, agent, selection, seeds, twin_name, twin_hash)
+        else:
+            out += _plan_side(evaluation_id, side, agent, selection, seeds, twin_name, twin_hash, trial=trial)
+    return tuple(out)
 
 
 def plan_pair(
@@ -224,28 +276,36 @@ def plan_pair(
     twin_name: str,
     twin_hash: str,
     seed: int | None,
+    trials: int = 1,
 ) -> PairPlan:
-    """Resolve the selection once and plan both sides from it (the evaluation id is derived if None)."""
+    """Resolve the selection once and plan both sides from it (the evaluation id is derived if None).
+
+    With `trials` > 1 every scenario runs that many times per side, trial n of both sides on the same seed
+    (`trial_run_seed`); a scenario that pins its own `spec.seed` pins every trial to it."""
+    if not 1 <= trials <= MAX_TRIALS:
+        raise PairingError(f"trials must be between 1 and {MAX_TRIALS}, got {trials}")
     selection = resolve_selection(scenarios)
     if evaluation_id is None:
         evaluation_id = derive_evaluation_id(
-            baseline_spec, candidate_spec, {s.name: s.spec_hash for s in selection}, twin_hash, seed
+            baseline_spec, candidate_spec, {s.name: s.spec_hash for s in selection}, twin_hash, seed, trials
         )
     run_seed = run_seed_for(evaluation_id, seed)
-    seeds = {ref.name: case_seed(run_seed, ref.name, ref.seed) for ref in selection}
     return PairPlan(
+        trials=trials,
         pair_id=pair_id_for(evaluation_id),
         evaluation_id=evaluation_id,
-        request_hash=_request_hash(baseline_spec, candidate_spec, selection, twin_hash, seed),
+        request_hash=_request_hash(baseline_spec, candidate_spec, selection, twin_hash, seed, trials),
         run_seed=run_seed,
         baseline_agent=baseline_spec,
         candidate_agent=candidate_spec,
         twin_name=twin_name,
         twin_hash=twin_hash,
         scenarios=selection,
-        baseline=_plan_side(evaluation_id, BASELINE, baseline_spec, selection, seeds, twin_name, twin_hash),
-        candidate=_plan_side(
-            evaluation_id, CANDIDATE, candidate_spec, selection, seeds, twin_name, twin_hash
+        baseline=_plan_trials(
+            evaluation_id, BASELINE, baseline_spec, selection, run_seed, twin_name, twin_hash, trials
+        ),
+        candidate=_plan_trials(
+            evaluation_id, CANDIDATE, candidate_spec, selection, run_seed, twin_name, twin_hash, trials
         ),
     )
 
@@ -259,16 +319,19 @@ def pair_problems(plan: PairPlan) -> list[str]:
     for side, agent in ((BASELINE, plan.baseline_agent), (CANDIDATE, plan.candidate_agent)):
         cases = plan.side(side)
         names = [c.scenario_name for c in cases]
-        if sorted(names) != sorted(expected) or len(set(names)) != len(names):
+        slots = [(c.scenario_name, c.trial) for c in cases]
+        wanted = sorted((name, trial) for name in expected for trial in range(1, plan.trials + 1))
+        if sorted(slots) != wanted:
             problems.append(
                 f"the {side.lower()} plans scenarios {sorted(names)}, the selection is {sorted(expected)}"
+                + (f" x {plan.trials} trials" if plan.trials != 1 else "")
             )
         for c in cases:
             ref = expected.get(c.scenario_name)
             where = f"{side.lower()} case {c.scenario_name}"
             if c.side != side or c.agent != agent or c.evaluation_id != plan.evaluation_id:
                 problems.append(f"{where} names side {c.side}, agent {c.agent}, evaluation {c.evaluation_id}")
-            if c.case_id != case_id_for(plan.evaluation_id, side, c.scenario_name):
+            if c.case_id != case_id_for(plan.evaluation_id, side, c.scenario_name, c.trial):
                 problems.append(f"{where} has case id {c.case_id}")
             if c.twin_hash != plan.twin_hash or c.twin_name != plan.twin_name:
                 problems.append(
@@ -278,14 +341,12 @@ def pair_problems(plan: PairPlan) -> list[str]:
                 problems.append(
                     f"{where} pins scenario hash {c.scenario_hash[:12]}, the selection {ref.spec_hash[:12]}"
                 )
-            if ref is not None and c.case_seed != case_seed(plan.run_seed, ref.name, ref.seed):
-                problems.append(
-                    f"{where} has seed {c.case_seed}, the run seed gives "
-                    f"{case_seed(plan.run_seed, ref.name, ref.seed)}"
-                )
-    b_pins = {c.scenario_name: (c.scenario_hash, c.twin_hash, c.case_seed) for c in plan.baseline}
+            seed_due = case_seed(trial_run_seed(plan.run_seed, c.trial), ref.name, ref.seed) if ref else None
+            if ref is not None and c.case_seed != seed_due:
+                problems.append(f"{where} has seed {c.case_seed}, the run seed gives {seed_due}")
+    b_pins = {(c.scenario_name, c.trial): (c.scenario_hash, c.twin_hash, c.case_seed) for c in plan.baseline}
     for c in plan.candidate:
-        pins = b_pins.get(c.scenario_name)
+        pins = b_pins.get((c.scenario_name, c.trial))
         if pins is not None and pins != (c.scenario_hash, c.twin_hash, c.case_seed):
             problems.append(
                 f"scenario {c.scenario_name}: the sides pin {pins} and "

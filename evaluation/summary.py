@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.classification import (
+    ALL_CLASSIFICATIONS,
     BROKEN,
     CLASSIFICATIONS,
     DONE_STATUSES,
     FIXED,
+    FLAKY,
     IMPROVED,
     INCOMPLETE,
     NEW_CRITICAL_FAILURE,
@@ -44,6 +46,7 @@ _COUNT_WORDS = {
     IMPROVED: ("improved", "improved"),
     UNCHANGED: ("unchanged", "unchanged"),
     INCOMPLETE: ("incomplete", "incomplete"),
+    FLAKY: ("flaky", "flaky"),
 }
 
 
@@ -95,7 +98,7 @@ class RunSummary:
     def counts_line(self) -> str:
         """E.g. "2 new critical failures · 1 regressed · 6 unchanged" (classes with no case left out)."""
         parts = []
-        for cls in CLASSIFICATIONS:
+        for cls in ALL_CLASSIFICATIONS:
             n = self.counts.get(cls, 0)
             if n:
                 one, many = _COUNT_WORDS[cls]
@@ -142,7 +145,7 @@ def _slices(comparisons: Sequence[CaseComparison]) -> dict[str, dict[str, dict[s
                     },
                 )
                 entry["cases"] += 1
-                entry[comparison.classification] += 1
+                entry[comparison.classification] = entry.get(comparison.classification, 0) + 1
                 entry["baseline_failed"] += int(comparison.baseline.status == FAILED)
                 entry["candidate_failed"] += int(comparison.candidate.status == FAILED)
     return slices
@@ -159,9 +162,9 @@ def _listed(
 
 
 def summarize(comparisons: Sequence[CaseComparison]) -> RunSummary:
-    counts = dict.fromkeys(CLASSIFICATIONS, 0)
+    counts = dict.fromkeys(CLASSIFICATIONS, 0)  # FLAKY (trials only) is counted when it occurs
     for comparison in comparisons:
-        counts[comparison.classification] += 1
+        counts[comparison.classification] = counts.get(comparison.classification, 0) + 1
     return RunSummary(
         counts=counts,
         baseline=side_totals(c.baseline for c in comparisons),

@@ -205,7 +205,8 @@ CREATE TABLE IF NOT EXISTS evaluation_requests
     `seed` Nullable(Int64),
     `evaluator_version` String,
     `twin_json` String,
-    `scenarios_json` String
+    `scenarios_json` String,
+    `trials` Int32
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluation_id)
@@ -307,7 +308,8 @@ CREATE TABLE IF NOT EXISTS pairs
     `scenario_names` Array(String),
     `scenario_hashes` Array(String),
     `case_count` Int32,
-    `evaluator_version` String
+    `evaluator_version` String,
+    `trials` Int32
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluation_id)

@@ -22,3 +22,4 @@ class EvaluationRequested(Event):
     twin_json: str
     scenarios_json: str
     seed: int | None = None
+    trials: int = 1

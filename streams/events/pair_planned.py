@@ -26,3 +26,4 @@ class PairPlanned(Event):
     scenario_hashes: list[str]
     case_count: int
     evaluator_version: str
+    trials: int = 1

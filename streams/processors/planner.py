@@ -52,6 +52,7 @@ class Planner(Processor):
             twin.name,
             twin.hash,
             event.seed,
+            trials=event.trials,
         )
         planned = store.get(event.evaluation_id)
         if planned is not None:
@@ -79,6 +80,7 @@ class Planner(Processor):
                 scenario_hashes=[s.spec_hash for s in plan.scenarios],
                 case_count=len(plan.baseline) + len(plan.candidate),
                 evaluator_version=event.evaluator_version,
+                trials=plan.trials,
             )
         ]
         for side in (BASELINE, CANDIDATE):

@@ -99,12 +99,15 @@ def _share(timeout_pair: dict[str, list[Event]]) -> None:
 
 def test_comparator_in_either_order_and_twice(timeout_pair: dict[str, list[Event]]) -> None:
     verdicts = [e for e in timeout_pair["graded"] if isinstance(e, CaseVerdicted)]
-    forward = _feed(Comparator(VERSION), verdicts)
-    backward = _feed(Comparator(VERSION), list(reversed(verdicts)) + verdicts)
+    # the pair plan says how many trials a scenario has; verdicts that arrive before it wait for it
+    pair = [e for e in timeout_pair["planned"] if isinstance(e, PairPlanned)]
+    forward = _feed(Comparator(VERSION), pair + verdicts)
+    backward = _feed(Comparator(VERSION), list(reversed(verdicts)) + verdicts + pair + pair)
     assert forward == backward and len(forward) == 1
+    assert _feed(Comparator(VERSION), verdicts) == {}  # without the plan nothing is decided
     (comparison,) = forward.values()
     assert comparison.classification == "NEW_CRITICAL_FAILURE"  # type: ignore[attr-defined]
-    assert _feed(Comparator("1.0.0"), verdicts) == {}  # another version's comparator ignores them
+    assert _feed(Comparator("1.0.0"), pair + verdicts) == {}  # another version's comparator ignores them
 
 
 def test_outcome_join_alerts_in_either_order_exactly_once(timeout_pair: dict[str, list[Event]]) -> None:
