@@ -104,8 +104,10 @@ def judge_refiner(settings: Settings) -> Refine:
     return refine
 
 
-def processors(versions: Sequence[str], refine: Refine | None, *, simulate: bool = True) -> list[Processor]:
-    out: list[Processor] = [Planner(), Simulator()] if simulate else []
+def processors(
+    versions: Sequence[str], refine: Refine | None, *, simulate: bool = True, concurrency: int = 1
+) -> list[Processor]:
+    out: list[Processor] = [Planner(), Simulator(concurrency)] if simulate else []
     out += [Grader(v, refine) for v in versions]
     out += [Comparator(v) for v in versions]
     out.append(OutcomeJoin())
@@ -125,8 +127,9 @@ def run_pipeline(
     *,
     simulate: bool = True,
     progress: Progress | None = None,
+    concurrency: int = 1,
 ) -> PipelineStats:
-    steps = processors(versions, refine, simulate=simulate)
+    steps = processors(versions, refine, simulate=simulate, concurrency=concurrency)
     try:
         stats = emb.runtime.run(steps, progress=progress)
     finally:

@@ -126,7 +126,7 @@ def evaluate(args: argparse.Namespace) -> int:
         emb.runtime.publish([request])
         scenarios = len(json.loads(request.scenarios_json))
         bar, step = _progress("evaluating", total=scenarios * 2 * 12)
-        run_pipeline(emb, [version], judge_refiner(settings), progress=step)
+        run_pipeline(emb, [version], judge_refiner(settings), progress=step, concurrency=args.concurrency)
         bar.close()
         report = report_for(emb.runtime, request.evaluation_id, version)
         doc = report.to_dict()
@@ -153,6 +153,11 @@ def _check_trials_and_concurrency(args: argparse.Namespace) -> None:
         raise CliError(str(exc)) from None
     if not 1 <= args.concurrency <= MAX_CONCURRENCY:
         raise CliError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {args.concurrency}")
+    if args.concurrency > 1 and _kafka(args, load_settings()):
+        raise CliError(
+            "--concurrency runs cases in parallel on the embedded runtime; on Kafka run more simulator "
+            "workers (`agenttwin worker simulator`) over the case-plans partitions"
+        )
 
 
 def render_report(doc: dict[str, Any]) -> str:

@@ -9,9 +9,10 @@ deterministic event id), so re-running, redelivery and replay under the same ver
 from __future__ import annotations
 
 import base64
+import itertools
 import traceback
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,7 @@ from streams.wire import SchemaStore, WireError
 EVENT_ID_HEADER = "event_id"
 EVENT_TYPE_HEADER = "event_type"
 Progress = Callable[[str, int], None]
+PREFETCH_CHUNK = 64  # events a processor may look ahead at (Processor.prefetch)
 
 
 class DecodeError(Exception):
@@ -183,13 +185,11 @@ class EmbeddedRuntime:
             return False
         offset = start
         pending: list[Event] = []  # outputs are made durable before the offsets that produced them commit
-        for record in self.log.read(topic, start):
-            try:
-                event = self.decode(record)
-            except DecodeError as exc:
-                pending.append(dead_letter(p.name, exc.reason, str(exc), record))
+        for record, event, error in self._decoded_chunks(p, self.log.read(topic, start)):
+            if error is not None:
+                pending.append(dead_letter(p.name, error.reason, str(error), record))
                 stats.dead_letters += 1
-            else:
+            elif event is not None:
                 if p.name not in latest or event.received_time > latest[p.name]:  # never a sender's clock
                     latest[p.name] = event.received_time
                 try:
@@ -210,6 +210,21 @@ class EmbeddedRuntime:
         cursors[(p.name, topic)] = offset
         self.log.commit(p.name, topic, offset)
         return offset > start
+
+    def _decoded_chunks(
+        self, p: Processor, records: Iterable[LogRecord]
+    ) -> Iterator[tuple[LogRecord, Event | None, DecodeError | None]]:
+        """Records decoded a chunk at a time; the processor sees each chunk (`prefetch`) before handling it."""
+        iterator = iter(records)
+        while chunk := list(itertools.islice(iterator, PREFETCH_CHUNK)):
+            decoded: list[tuple[LogRecord, Event | None, DecodeError | None]] = []
+            for record in chunk:
+                try:
+                    decoded.append((record, self.decode(record), None))
+                except DecodeError as exc:
+                    decoded.append((record, None, exc))
+            p.prefetch([e for _, e, _ in decoded if e is not None])
+            yield from decoded
 
     def _emit(self, events: Sequence[Event], stats: RunStats) -> int:
         n = self.publish(events)

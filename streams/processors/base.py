@@ -9,7 +9,7 @@ the same event twice must change nothing: outputs carry deterministic event ids 
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -33,6 +33,10 @@ class Processor:
 
     def handle(self, store: Store, event: Event) -> list[Event]:
         raise NotImplementedError
+
+    def prefetch(self, events: Sequence[Event]) -> None:
+        """A look at the next events before they are handled one by one, in order (e.g. to simulate cases
+        concurrently); it must not change what `handle` returns. Nothing by default."""
 
     def tick(self, store: Store, now: datetime) -> list[Event]:
         """Time-driven work (e.g. reporting one-sided joins past their horizon); none by default."""
