@@ -19,6 +19,8 @@ from agenttwin.pipeline import (
     report_for,
     run_pipeline,
 )
+from agenttwin.progress import RunProgress
+from agenttwin.progress import wanted as progress_wanted
 from agenttwin.render import Progress, out, table, to_json
 from agenttwin.report_commands import (
     Epilogue,
@@ -124,10 +126,9 @@ def evaluate(args: argparse.Namespace) -> int:
         )
         started = time.perf_counter()
         emb.runtime.publish([request])
-        scenarios = len(json.loads(request.scenarios_json))
-        bar, step = _progress("evaluating", total=scenarios * 2 * 12)
-        run_pipeline(emb, [version], judge_refiner(settings), progress=step, concurrency=args.concurrency)
-        bar.close()
+        cases = len(json.loads(request.scenarios_json)) * 2 * args.trials
+        with RunProgress(cases, enabled=progress_wanted(args.json)) as progress:
+            run_pipeline(emb, [version], judge_refiner(settings), progress=progress, concurrency=args.concurrency)
         report = report_for(emb.runtime, request.evaluation_id, version)
         doc = report.to_dict()
         doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
@@ -234,9 +235,9 @@ def demo(args: argparse.Namespace) -> int:
     settings, emb = _open(args)
     with emb:
         emb.runtime.publish(requests)
-        bar, step = _progress("running the demo pipeline", total=len(requests) * 9 * 2 * 12)
-        stats = run_pipeline(emb, [version], judge_refiner(settings), progress=step)
-        bar.close()
+        cases = sum(len(json.loads(r.scenarios_json)) * 2 for r in requests)
+        with RunProgress(cases, enabled=progress_wanted(False)) as progress:
+            stats = run_pipeline(emb, [version], judge_refiner(settings), progress=progress)
         out(f"AgentTwin demo: the field notes' story on the embedded runtime (data in {emb.runtime.data_dir})\n")
         _print_demo(emb.warehouse, requests, version)
         out(f"{stats.run.produced} new events, {stats.sink.rows} rows projected.")
