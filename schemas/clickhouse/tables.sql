@@ -206,7 +206,7 @@ CREATE TABLE IF NOT EXISTS evaluation_requests
     `evaluator_version` String,
     `twin_json` String,
     `scenarios_json` String,
-    `trials` Int32
+    `trials` Int32 DEFAULT 1
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluation_id)
@@ -309,7 +309,7 @@ CREATE TABLE IF NOT EXISTS pairs
     `scenario_hashes` Array(String),
     `case_count` Int32,
     `evaluator_version` String,
-    `trials` Int32
+    `trials` Int32 DEFAULT 1
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluation_id)
@@ -410,3 +410,7 @@ CREATE TABLE IF NOT EXISTS gate_decisions
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluator_version, evaluation_id, event_id)
 SETTINGS non_replicated_deduplication_window = 1000;
+
+-- Upgrades of projections an earlier version created (CREATE ... IF NOT EXISTS leaves an old table as it was).
+ALTER TABLE evaluation_requests ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
+ALTER TABLE pairs ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;

@@ -163,3 +163,39 @@ def test_two_trials_cannot_decide_anything_and_are_refused(capsys: pytest.Captur
     )
     err = capsys.readouterr().err
     assert code == 2 and "use 1 or at least 3" in err and not (tmp_path / "topics-log").exists()
+
+
+def test_projections_from_before_trials_are_upgraded_in_place(tmp_path: Path) -> None:
+    from agenttwin.pipeline import open_embedded
+    from agenttwin.settings import Settings
+    from consumers.projections import ddl
+
+    old = ddl().replace(",\n    `trials` Int32 DEFAULT 1\n)", "\n)")  # the tables as the previous version made them
+    old = old.split("-- Upgrades of projections")[0]
+    with open_embedded(Settings(), tmp_path) as emb:
+        emb.warehouse.execute(old)
+        emb.warehouse.execute(
+            "INSERT INTO pairs (event_id, event_type, occurred_at, correlation_id, evaluation_id, pair_id, run_seed, "
+            "baseline_agent, candidate_agent, twin_name, twin_hash, scenario_names, scenario_hashes, case_count, "
+            "evaluator_version) VALUES ('e', 'PairPlanned', '2026-01-01 00:00:00', 'old', 'old', 'p', 1, 'b', 'c', "
+            "'t', 'h', [], [], 0, '1.1.0')"
+        )
+    assert (
+        main(
+            [
+                "evaluate",
+                "--baseline",
+                "demo:1.2.4",
+                "--candidate",
+                "demo:1.3.1",
+                "--data-dir",
+                str(tmp_path),
+                "--suite",
+                str(Path(__file__).resolve().parents[2] / "agenttwin/demo/scenarios/refund-happy-path.yaml"),
+            ]
+        )
+        == 0
+    )
+    with open_embedded(Settings(), tmp_path) as emb:
+        rows = emb.warehouse.query("SELECT evaluation_id, trials FROM pairs FINAL ORDER BY evaluation_id").rows
+    assert len(rows) == 2 and all(trials == 1 for _, trials in rows)  # the old row reads as one trial

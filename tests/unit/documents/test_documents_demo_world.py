@@ -87,7 +87,12 @@ def test_our_files_also_satisfy_the_reference_schemas() -> None:
 
 def test_our_schemas_are_valid_draft_2020_12() -> None:
     names = sorted(p.name for p in JSON_DIR.glob("*.schema.json"))
-    assert names == ["agent-manifest.v1.schema.json", "scenario.v1.schema.json", "twin.v1.schema.json"]
+    assert names == [
+        "agent-manifest.v1.schema.json",
+        "gate-policy.v1.schema.json",
+        "scenario.v1.schema.json",
+        "twin.v1.schema.json",
+    ]
     for name in names:
         schema = json.loads((JSON_DIR / name).read_text(encoding="utf-8"))
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
