@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, kafka_cli, pipeline_commands, report_commands, traces_cli
+from agenttwin import commands, kafka_cli, log_cli, pipeline_commands, report_commands, traces_cli
 from agenttwin.errors import CliError, user_error_types
 from agenttwin.release_gate import add_gate_args
 from agenttwin.settings import load_settings
@@ -131,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
 
     report_commands.register(sub, _data_dir_arg, _kafka_arg)
     traces_cli.register(sub)
+    log_cli.register(sub)
     kafka_cli.add_worker_parser(sub)
 
     da = sub.add_parser("demo-agent", help="the Demo Co agent behind the HTTP agent interface")

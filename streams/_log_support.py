@@ -21,6 +21,26 @@ class LogLockedError(EventLogError):
     """Another process (or another EmbeddedLog in this one) holds the data directory."""
 
 
+class LogDamagedError(EventLogError):
+    """A topic file, its index or a group's offsets are damaged: the message is one line that says what to run."""
+
+
+RUNTIME_LOG_DIR = "topics-log"  # where EmbeddedRuntime(data_dir) keeps its log
+
+
+def cli_data_dir(log_dir: Path) -> Path:
+    """The `--data-dir` the CLI takes for a log directory (the runtime keeps its log one level down)."""
+    return log_dir.parent if log_dir.name == RUNTIME_LOG_DIR else log_dir
+
+
+def repair_hint(log_dir: Path) -> str:
+    data_dir = cli_data_dir(log_dir)
+    return (
+        f"run `agenttwin log repair --data-dir {data_dir}` (damaged bytes go to quarantine, every valid block "
+        f"keeps its offsets; `agenttwin log verify --data-dir {data_dir}` lists the damage)"
+    )
+
+
 def check_name(kind: str, name: str) -> None:
     """Topic and group names become file names: Kafka's character set, never a path."""
     if not _NAME.match(name) or name in (".", ".."):
@@ -75,10 +95,28 @@ class GroupOffsets:
             return self._groups[group]
         path = self._directory / f"{group}.json"
         try:
-            loaded = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        except (OSError, json.JSONDecodeError) as exc:
-            raise EventLogError(f"{path}: unreadable committed offsets: {exc}") from exc
-        if not isinstance(loaded, dict) or not all(isinstance(v, int) for v in loaded.values()):
-            raise EventLogError(f"{path}: committed offsets must be an object of integers")
+            loaded = read_offsets(path)
+        except ValueError as exc:
+            data_dir = cli_data_dir(self._directory.parent)
+            raise LogDamagedError(
+                f"{path}: committed offsets of group {group} are damaged ({exc}); run `agenttwin log repair "
+                f"--data-dir {data_dir}` to set them aside (the group starts again from offset 0; its consumers "
+                "are idempotent)"
+            ) from None
         self._groups[group] = loaded
         return loaded
+
+
+def read_offsets(path: Path) -> dict[str, int]:
+    """A group's offsets file ({} if there is none); ValueError says what is wrong with a damaged one."""
+    if not path.exists():
+        return {}
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(" ".join(str(exc).split())) from None
+    if not isinstance(loaded, dict) or not all(
+        isinstance(k, str) and type(v) is int and v >= 0 for k, v in loaded.items()
+    ):
+        raise ValueError("not an object of topic -> non-negative integer offset")
+    return loaded

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from schemas import AVRO_DIR
 from streams import ids
-from streams.embedded_log import EmbeddedLog, LogRecord, NewRecord
+from streams._log_files import Quarantined
+from streams.embedded_log import RUNTIME_LOG_DIR, EmbeddedLog, LogRecord, NewRecord
 from streams.events import EVENT_BY_SCHEMA, DeadLettered, Event
 from streams.processors.base import Processor, Store
 from streams.topics import TOPIC_BY_NAME
@@ -64,15 +65,52 @@ def dead_letter(stage: str, reason: str, error: BaseException | str, record: Log
     )
 
 
+MAX_DEAD_LETTER_BYTES = 1 << 20  # larger quarantined stretches are referenced, not copied
+
+
+def quarantine_dead_letter(item: Quarantined, stage: str) -> DeadLettered:
+    """The dead letter of records moved to the log's quarantine (a damaged block, a torn tail)."""
+    data = item.path.read_bytes()
+    where = f"{item.path.parent.name}/{item.path.name}"
+    kept = data if len(data) <= MAX_DEAD_LETTER_BYTES else b""
+    note = "" if kept else f" ({len(data)} bytes: see the quarantine file)"
+    count = "an unknown number of" if item.count is None else str(item.count)
+    reason = f"{count} record(s) from offset {item.first_offset}: {item.reason}; bytes kept in {where}{note}"
+    error_class = "TORN_TAIL" if item.kind == "torn" else "DAMAGED_BLOCK"
+    return DeadLettered(
+        event_id=ids.event_id("DeadLettered", stage, item.topic, item.first_offset, item.position, item.size),
+        occurred_at=ids.PINNED_NOW,
+        correlation_id="",
+        stage=stage,
+        reason=f"{error_class}: {reason}"[:2000],
+        error_class=error_class,
+        source_topic=item.topic,
+        source_partition=0,
+        source_offset=item.first_offset,
+        original_key=None,
+        original_value=kept,
+        attempt=1,
+    )
+
+
 class EmbeddedRuntime:
     def __init__(
         self, data_dir: Path, *, schemas: SchemaStore | None = None, fsync: bool = True, batch_size: int = 500
     ) -> None:
         self.data_dir = data_dir
         self.batch_size = batch_size
-        self.log = EmbeddedLog(data_dir / "topics-log", fsync=fsync)
+        self.log = EmbeddedLog(data_dir / RUNTIME_LOG_DIR, fsync=fsync)
         self.schemas = schemas or SchemaStore.from_directory(AVRO_DIR)
         self._ids: dict[str, set[str]] = {}
+        try:  # a torn tail that held records was cut into quarantine on open: say so where people look
+            self.publish(
+                quarantine_dead_letter(r.quarantined, "log-open")
+                for r in self.log.repairs
+                if r.quarantined is not None and r.quarantined.count != 0
+            )
+        except BaseException:
+            self.log.close()
+            raise
 
     def close(self) -> None:
         self.log.close()

@@ -3,20 +3,36 @@
 Layout under a data directory::
 
     <data_dir>/LOCK                    flock'ed by the one process that writes
-    <data_dir>/topics/<topic>.avro     one container file per topic; offset = record index
+    <data_dir>/topics/<topic>.avro     one container file per topic; any Avro tool reads it
+    <data_dir>/topics/<topic>.idx      its index: each block's position, size, count, first offset, CRC-32
     <data_dir>/offsets/<group>.json    committed offsets of a consumer group, {topic: next offset}
+    <data_dir>/quarantine/             bytes moved out of a topic file (a torn tail, a repaired block)
 
 Each record is {key, value (the single-object-encoded event), headers, timestamp_ms}. The log never
-reads a clock: timestamps are whatever the caller passes. The files are standard Avro containers,
-so any Avro reader can open them. A block that a crash left half-written at the end of a file is
-reported and cut off when the log is opened for writing.
+reads a clock: timestamps are whatever the caller passes.
+
+Integrity (see streams/_log_index.py and streams/_log_scan.py). Avro container files carry no
+checksum and must stay readable by any Avro tool, so the checksums live beside them: one index entry
+per block with the CRC-32 of the block's bytes (framing, records, sync marker) and the block's position,
+size, record count and first offset. Opening a topic checks every block against its entry. Damage
+anywhere stops the open with one line (topic, block, byte offset, what to run); `agenttwin log verify`
+lists all of it and `agenttwin log repair` moves damaged blocks to quarantine. The only bytes an open
+cuts are a torn tail — a last block with fewer bytes than promised, whose append never returned — and
+they go to quarantine first. A record keeps its offset forever: the offsets of quarantined records stay
+taken (a gap entry in the index), so committed group offsets keep pointing at the same records.
+
+Durability. An append is one write of the block, one write of its index entry, and one fsync of the
+container before it returns: the fsync covers the acknowledged data. The index is fsynced on close; if
+power is lost before its page reaches the disk, the next open finds complete blocks the index lacks,
+checks their structure (framing, sync marker, every record decodes and fills the block) and indexes
+them again. A new topic file is created whole (temporary file, fsync, rename, directory fsync).
+Directories written before the index existed open as they are: the first writer builds their index.
 """
 
 from __future__ import annotations
 
 import bisect
 import io
-import json
 import logging
 import mmap
 import os
@@ -24,28 +40,43 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from hashlib import sha256
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any
 
-from fastavro import schemaless_reader, schemaless_writer
-from fastavro.schema import parse_schema, to_parsing_canonical_form
+from fastavro import schemaless_writer
 
-from streams._avro_container import (
-    Block,
-    ContainerFormatError,
-    frame_block,
-    header_bytes,
-    parse_header,
-    scan_blocks,
+from streams import _log_files
+from streams._avro_container import ContainerFormatError, block_body, frame_block, header_bytes, scan_region
+from streams._log_index import (
+    BLOCK,
+    ENTRY_SIZE,
+    HEADER_SIZE,
+    Entry,
+    IndexHeader,
+    block_entry,
+    checksum,
+    parse_entry,
+    parse_index,
 )
-from streams._log_support import EventLogError, GroupOffsets, LogLockedError, acquire_lock, check_name
+from streams._log_record import LOG_RECORD_SCHEMA, PARSED, decode_records, records_fit
+from streams._log_scan import TopicScan, scan_topic, topic_sync
+from streams._log_support import (
+    RUNTIME_LOG_DIR,
+    EventLogError,
+    GroupOffsets,
+    LogDamagedError,
+    LogLockedError,
+    acquire_lock,
+    check_name,
+    repair_hint,
+)
 
 __all__ = [
     "LOG_RECORD_SCHEMA",
+    "RUNTIME_LOG_DIR",
     "EmbeddedLog",
     "EventLogError",
+    "LogDamagedError",
     "LogLockedError",
     "LogRecord",
     "NewRecord",
@@ -53,22 +84,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-
-LOG_RECORD_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "LogRecord",
-    "namespace": "agenttwin.embedded_log",
-    "doc": "One message of an embedded topic; value holds an Avro single-object-encoded event.",
-    "fields": [
-        {"name": "key", "type": ["null", "string"], "default": None},
-        {"name": "value", "type": "bytes"},
-        {"name": "headers", "type": {"type": "map", "values": "string"}, "default": {}},
-        # Caller-supplied event time in ms since the epoch; the log itself never reads a clock.
-        {"name": "timestamp_ms", "type": ["null", "long"], "default": None},
-    ],
-}
-_PARSED = parse_schema(LOG_RECORD_SCHEMA)
-_CANONICAL = to_parsing_canonical_form(_PARSED)
 _BLOCK_CACHE_SIZE = 16
 
 
@@ -92,12 +107,17 @@ class LogRecord:
 
 @dataclass(frozen=True)
 class TailRepair:
-    """A half-written tail found (and, in write mode, cut off) when a topic file was opened."""
+    """A torn tail found when a topic file was opened (and, in write mode, moved to quarantine)."""
 
     topic: str
     kept_bytes: int
     dropped_bytes: int
     problem: str
+    quarantined: _log_files.Quarantined | None = None
+
+    @property
+    def quarantine(self) -> Path | None:
+        return self.quarantined.path if self.quarantined is not None else None
 
 
 @dataclass
@@ -107,15 +127,19 @@ class _Topic:
     fd: int
     sync: bytes
     file_end: int
-    blocks: list[Block] = field(default_factory=list)
+    index_fd: int | None = None
+    index_end: int = HEADER_SIZE  # where the next index entry goes (read-only: how far the index was read)
+    index_dirty: bool = False
+    blocks: list[Entry] = field(default_factory=list)  # the readable blocks, in offset order
     firsts: list[int] = field(default_factory=list)  # first offset of each block, for bisect
     end_offset: int = 0
 
-    def add(self, block: Block) -> None:
-        self.blocks.append(block)
-        self.firsts.append(self.end_offset)
-        self.end_offset += block.count
-        self.file_end = block.end
+    def add(self, entry: Entry) -> None:
+        if entry.kind == BLOCK:  # a block (a gap only moves the end: its offsets stay taken)
+            self.blocks.append(entry)
+            self.firsts.append(entry.first_offset)
+            self.file_end = entry.end
+        self.end_offset = max(self.end_offset, entry.end_offset)
 
 
 class EmbeddedLog:
@@ -138,8 +162,15 @@ class EmbeddedLog:
             self._offset_dir.mkdir(parents=True, exist_ok=True)
             self._lock_fd = acquire_lock(self.data_dir)
         try:
+            problems: list[str] = []
             for path in sorted(self._topic_dir.glob("*.avro")):
-                self._open_topic(path.stem, create=False)
+                try:
+                    self._open_topic(path.stem, create=False, hint=False)
+                except LogDamagedError as exc:
+                    problems.append(str(exc))
+            if problems:
+                more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+                raise LogDamagedError(f"{problems[0]}{more}; {repair_hint(self.data_dir)}")
         except BaseException:
             self.close()
             raise
@@ -149,6 +180,10 @@ class EmbeddedLog:
     def close(self) -> None:
         with self._mutex:
             for topic in self._topics.values():
+                if topic.index_fd is not None:
+                    if topic.index_dirty and self._fsync:
+                        os.fsync(topic.index_fd)
+                    os.close(topic.index_fd)
                 os.close(topic.fd)
             self._topics.clear()
             self._cache.clear()
@@ -166,63 +201,98 @@ class EmbeddedLog:
 
     # -- topics --------------------------------------------------------------------------------------------
 
-    def _open_topic(self, name: str, *, create: bool) -> _Topic | None:
+    def _open_topic(self, name: str, *, create: bool, hint: bool = True) -> _Topic | None:
+        try:
+            return self._open_checked(name, create=create)
+        except LogDamagedError as exc:
+            if not hint:
+                raise
+            raise LogDamagedError(f"{exc}; {repair_hint(self.data_dir)}") from None
+
+    def _open_checked(self, name: str, *, create: bool) -> _Topic | None:
         check_name("topic", name)
         path = self._topic_dir / f"{name}.avro"
+        if self.read_only:
+            if _log_files.replace_pending(self._topic_dir, name):
+                raise LogDamagedError(f"topic {name}: a repair was interrupted (the next writer finishes it)")
+        else:
+            _log_files.recover_replace(self._topic_dir, name)
         if not path.exists():
             if not create:
                 return None
-            # deterministic sync marker: the same appends give the same file bytes
-            header = header_bytes(_PARSED, sha256(f"agenttwin-log:{name}".encode()).digest()[:16])
-            tmp = path.with_suffix(".avro.tmp")
-            tmp.write_bytes(header)
-            os.replace(tmp, path)
-        flags = os.O_RDONLY if self.read_only else os.O_RDWR
-        fd = os.open(path, flags)
+            self._create(name, path)
+        fd = os.open(path, os.O_RDONLY if self.read_only else os.O_RDWR)
         try:
-            topic = self._index(name, path, fd)
+            topic = self._load(name, path, fd)
         except BaseException:
             os.close(fd)
             raise
         self._topics[name] = topic
         return topic
 
-    def _index(self, name: str, path: Path, fd: int) -> _Topic:
+    def _create(self, name: str, path: Path) -> None:
+        sync = topic_sync(name)
+        header = header_bytes(PARSED, sync)
+        _log_files.write_durably(path, header, fsync=self._fsync)  # the topic exists once its entry is durable
+        index = IndexHeader(len(header), checksum(header), sync).encode()
+        _log_files.write_durably(path.with_suffix(".idx"), index, fsync=self._fsync)
+
+    def _load(self, name: str, path: Path, fd: int) -> _Topic:
         size = os.fstat(fd).st_size
+        index_path = path.with_suffix(".idx")
+        index = parse_index(index_path.read_bytes()) if index_path.exists() else None
         if size == 0:
-            raise EventLogError(f"{path}: empty file, not an Avro container (delete it to recreate the topic)")
+            raise LogDamagedError(f"topic {name}: {path} is empty, not an Avro container")
         with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as buf:
-            try:
-                header = parse_header(buf, size)
-            except ContainerFormatError as exc:
-                raise EventLogError(f"{path}: {exc}") from exc
-            schema = header.metadata.get("avro.schema", b"{}")
-            codec = header.metadata.get("avro.codec", b"null")
-            try:
-                ours = codec == b"null" and to_parsing_canonical_form(parse_schema(json.loads(schema))) == _CANONICAL
-            except (ValueError, TypeError, KeyError) as exc:
-                raise EventLogError(f"{path}: unreadable schema in the container header: {exc}") from exc
-            if not ours:
-                raise EventLogError(f"{path}: not an embedded-log topic file (schema or codec differs)")
-            topic = _Topic(name=name, path=path, fd=fd, sync=header.sync, file_end=header.data_start)
-            blocks, problem = scan_blocks(buf, header.data_start, size, header.sync)
-        for block in blocks:
-            topic.add(block)
-        if problem is not None:
-            repair = TailRepair(name, topic.file_end, size - topic.file_end, problem)
-            self.repairs.append(repair)
-            if self.read_only:
-                _log.warning("topic %s: incomplete tail ignored (%s)", name, problem)
-            else:
-                os.ftruncate(fd, topic.file_end)
-                os.fsync(fd)
-                _log.warning(
-                    "topic %s: cut %d byte(s) of a half-written block (%s)",
-                    name,
-                    repair.dropped_bytes,
-                    problem,
-                )
+            scan = scan_topic(name, buf, index)
+        problems = scan.problems()
+        if problems:
+            more = f" (and {len(problems) - 1} more in this topic)" if len(problems) > 1 else ""
+            raise LogDamagedError(problems[0] + more)
+        topic = _Topic(name=name, path=path, fd=fd, sync=scan.sync, file_end=scan.data_start)
+        for entry in scan.entries():
+            topic.add(entry)
+        torn = scan.torn
+        if torn is not None:
+            self._cut(topic, scan, fd, size)
+            topic.file_end = torn.position
+        if self.read_only:
+            topic.index_end = HEADER_SIZE + (len(index.slots) if index else 0) * ENTRY_SIZE
+            return topic
+        if scan.stale_index or torn is not None:
+            data = IndexHeader(scan.data_start, _header_crc(fd, scan.data_start), scan.sync).encode()
+            data += b"".join(e.encode() for e in scan.entries())
+            _log_files.write_durably(index_path, data, fsync=self._fsync)
+        topic.index_fd = os.open(index_path, os.O_RDWR)
+        topic.index_end = HEADER_SIZE + len(scan.entries()) * ENTRY_SIZE
         return topic
+
+    def _cut(self, topic: _Topic, scan: TopicScan, fd: int, size: int) -> None:
+        """A torn tail: quarantine its bytes (durably), then cut them; read-only views just skip them."""
+        torn = scan.torn
+        assert torn is not None
+        if self.read_only:
+            _log.warning(
+                "topic %s: torn tail of %d byte(s) ignored (%s)", topic.name, size - torn.position, torn.problem
+            )
+            return
+        data = os.pread(fd, size - torn.position, torn.position)
+        held = _log_files.quarantine(
+            self.data_dir,
+            topic.name,
+            data,
+            kind="torn",
+            position=torn.position,
+            first_offset=torn.first_offset,
+            count=torn.count,
+            reason=torn.problem,
+        )
+        os.ftruncate(fd, torn.position)
+        os.fsync(fd)
+        self.repairs.append(TailRepair(topic.name, torn.position, len(data), torn.problem, held))
+        _log.warning(
+            "topic %s: moved %d byte(s) of a torn tail to %s (%s)", topic.name, len(data), held.path, torn.problem
+        )
 
     def _topic(self, name: str, *, create: bool = False) -> _Topic | None:
         topic = self._topics.get(name)
@@ -233,14 +303,34 @@ class EmbeddedLog:
         return topic
 
     def _refresh(self, topic: _Topic) -> None:
-        """Read-only mode: index blocks another process appended since the last look."""
+        """Read-only mode: take in blocks another process appended since the last look."""
         size = os.fstat(topic.fd).st_size
         if size <= topic.file_end:
             return
+        index_path = topic.path.with_suffix(".idx")
+        if index_path.exists():
+            with index_path.open("rb") as handle:
+                handle.seek(topic.index_end)
+                fresh = handle.read()
+            for k in range(0, len(fresh) - ENTRY_SIZE + 1, ENTRY_SIZE):
+                entry = parse_entry(fresh[k : k + ENTRY_SIZE])
+                if entry is None:
+                    break  # being written: look again next time
+                if entry.kind == BLOCK and entry.position == topic.file_end:
+                    if entry.end > size or checksum(os.pread(topic.fd, entry.size, entry.position)) != entry.crc:
+                        break
+                    topic.add(entry)
+                elif entry.kind != BLOCK and entry.first_offset >= topic.end_offset:
+                    topic.add(entry)
+                topic.index_end += ENTRY_SIZE
+        if size <= topic.file_end:
+            return
         with mmap.mmap(topic.fd, size, access=mmap.ACCESS_READ) as buf:
-            blocks, _ = scan_blocks(buf, topic.file_end, size, topic.sync)
-        for block in blocks:
-            topic.add(block)
+            for piece in scan_region(buf, topic.file_end, size, topic.sync, records_fit):
+                if not piece.valid:
+                    break  # a block still being written
+                data = bytes(buf[piece.position : piece.end])
+                topic.add(block_entry(piece.position, data, piece.count or 0, topic.end_offset))
 
     def topics(self) -> list[str]:
         with self._mutex:
@@ -248,7 +338,7 @@ class EmbeddedLog:
             return sorted(on_disk | set(self._topics))
 
     def end_offset(self, topic: str) -> int:
-        """The offset the next appended record will get (= number of records)."""
+        """The offset the next appended record will get (offsets of quarantined records stay taken)."""
         with self._mutex:
             state = self._topic(topic)
             return state.end_offset if state else 0
@@ -267,7 +357,10 @@ class EmbeddedLog:
         return self.append_many(topic, [NewRecord(value, key, headers or {}, timestamp_ms)]).start
 
     def append_many(self, topic: str, records: Iterable[NewRecord]) -> range:
-        """Append records as one block, in one write (fsync'ed unless fsync=False); returns their offsets."""
+        """Append records as one block, in one write and one fsync (unless fsync=False); returns their offsets.
+
+        When this returns, the block is on disk: the caller may acknowledge it.
+        """
         if self.read_only:
             raise EventLogError(f"{self.data_dir} is open read-only")
         body = io.BytesIO()
@@ -281,30 +374,36 @@ class EmbeddedLog:
                 "headers": dict(record.headers),
                 "timestamp_ms": record.timestamp_ms,
             }
-            schemaless_writer(body, _PARSED, entry)
+            schemaless_writer(body, PARSED, entry)
             count += 1
         with self._mutex:
             state = self._topic(topic, create=True)
             assert state is not None
+            assert state.index_fd is not None
             if count == 0:
                 return range(state.end_offset, state.end_offset)
             data = frame_block(count, body.getvalue(), state.sync)
             position = state.file_end
+            index_entry = block_entry(position, data, count, state.end_offset)
             written = os.pwrite(state.fd, data, position)
-            if written != len(data):
+            raw = index_entry.encode()
+            if written != len(data) or os.pwrite(state.index_fd, raw, state.index_end) != len(raw):
                 os.ftruncate(state.fd, position)
-                raise EventLogError(f"topic {topic}: short write ({written} of {len(data)} bytes)")
+                raise EventLogError(f"topic {topic}: short write at byte {position}")
             if self._fsync:
-                os.fsync(state.fd)
-            header_len = len(data) - len(body.getvalue()) - len(state.sync)
-            first = state.end_offset
-            state.add(Block(position, position + header_len, len(body.getvalue()), count))
-            return range(first, state.end_offset)
+                os.fsync(state.fd)  # one fsync per batch; the index entry was written in the same window
+            state.add(index_entry)
+            state.index_end += ENTRY_SIZE
+            state.index_dirty = True
+            return range(index_entry.first_offset, state.end_offset)
 
     # -- read ----------------------------------------------------------------------------------------------
 
     def read(self, topic: str, from_offset: int = 0, max_records: int | None = None) -> Iterator[LogRecord]:
-        """Records from `from_offset` on (at most `max_records`), as of the call; seeks by block index."""
+        """Records with offsets in [from_offset, from_offset + max_records), as of the call; seeks by block.
+
+        Offsets whose records were moved to quarantine are skipped (fewer records than max_records).
+        """
         if from_offset < 0:
             raise EventLogError(f"from_offset must be >= 0, got {from_offset}")
         with self._mutex:
@@ -312,17 +411,17 @@ class EmbeddedLog:
             if state is None:
                 return iter(())
             stop = state.end_offset if max_records is None else min(state.end_offset, from_offset + max_records)
-            index = bisect.bisect_right(state.firsts, from_offset) - 1
-            return self._iterate(state, max(index, 0), from_offset, stop)
+            index = max(bisect.bisect_right(state.firsts, from_offset) - 1, 0)
+            return self._iterate(state, index, from_offset, stop, len(state.blocks))
 
-    def _iterate(self, state: _Topic, index: int, start: int, stop: int) -> Iterator[LogRecord]:
+    def _iterate(self, state: _Topic, index: int, start: int, stop: int, blocks: int) -> Iterator[LogRecord]:
         offset = start
-        while offset < stop:
+        while offset < stop and index < blocks:
             with self._mutex:
-                records = self._decoded(state, index)
-                first = state.firsts[index]
-            yield from records[offset - first : stop - first]
-            offset = first + len(records)
+                entry = state.blocks[index]
+                records = self._decoded(state, index) if entry.first_offset < stop else []
+            yield from records[max(offset, entry.first_offset) - entry.first_offset : stop - entry.first_offset]
+            offset = entry.end_offset
             index += 1
 
     def _decoded(self, state: _Topic, index: int) -> list[LogRecord]:
@@ -331,22 +430,29 @@ class EmbeddedLog:
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        block = state.blocks[index]
-        body = io.BytesIO(os.pread(state.fd, block.body_size, block.body_position))
-        first = state.firsts[index]
-        records = []
-        for i in range(block.count):
-            raw: Any = schemaless_reader(body, _PARSED, None)
-            records.append(
-                LogRecord(
-                    state.name,
-                    first + i,
-                    raw["key"],
-                    raw["value"],
-                    MappingProxyType(raw["headers"]),
-                    raw["timestamp_ms"],
-                )
+        entry = state.blocks[index]
+        data = os.pread(state.fd, entry.size, entry.position)
+        try:
+            if checksum(data) != entry.crc:
+                raise ValueError("checksum mismatch (the file changed after it was opened)")
+            count, body = block_body(data)
+            raws = decode_records(body, count)
+        except (ValueError, ContainerFormatError) as exc:
+            raise LogDamagedError(
+                f"topic {state.name}: the block at byte {entry.position} (offsets {entry.first_offset}-"
+                f"{entry.end_offset - 1}) is damaged: {exc}; {repair_hint(self.data_dir)}"
+            ) from None
+        records = [
+            LogRecord(
+                state.name,
+                entry.first_offset + i,
+                raw["key"],
+                raw["value"],
+                MappingProxyType(raw["headers"]),
+                raw["timestamp_ms"],
             )
+            for i, raw in enumerate(raws)
+        ]
         self._cache[key] = records
         if len(self._cache) > _BLOCK_CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -369,3 +475,7 @@ class EmbeddedLog:
         """The next offset `group` should read from `topic`; 0 if it never committed."""
         with self._mutex:
             return self._offsets.get(group, topic)
+
+
+def _header_crc(fd: int, data_start: int) -> int:
+    return checksum(os.pread(fd, data_start, 0))

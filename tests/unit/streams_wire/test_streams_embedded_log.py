@@ -128,9 +128,10 @@ def test_truncated_last_block_is_reported_and_cut(tmp_path: Path, cut: int) -> N
         assert repair.topic == "t"
         assert repair.dropped_bytes > 0
         assert repair.kept_bytes == path.stat().st_size
-        assert log.end_offset("t") == 8
+        assert repair.quarantine is not None and repair.quarantine.stat().st_size == repair.dropped_bytes
+        assert log.end_offset("t") == 12  # the torn block's offsets stay taken: never reused
         assert _values(log, "t", 7) == [b"1-3"]
-        assert log.append("t", None, b"after") == 8
+        assert log.append("t", None, b"after") == 12
     with path.open("rb") as handle:
         assert [row["value"] for row in fastavro.reader(handle)][-2:] == [b"1-3", b"after"]
     with EmbeddedLog(tmp_path) as log:
@@ -143,9 +144,9 @@ def test_garbage_tail_is_cut(tmp_path: Path) -> None:
     path = tmp_path / "topics" / "t.avro"
     size = path.stat().st_size
     with path.open("ab") as handle:
-        handle.write(b"\x02\x10" + b"x" * 8 + b"not-the-sync-mark")
+        handle.write(b"\x02\x80\x01" + b"x" * 30)  # a block promising 128 bytes: a write cut short
     with EmbeddedLog(tmp_path) as log:
-        assert "sync marker" in log.repairs[0].problem
+        assert "cut short" in log.repairs[0].problem
         assert path.stat().st_size == size
         assert _values(log, "t") == [b"good"]
 
@@ -153,7 +154,7 @@ def test_garbage_tail_is_cut(tmp_path: Path) -> None:
 def test_foreign_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "topics").mkdir()
     (tmp_path / "topics" / "t.avro").write_bytes(b"PK\x03\x04 not avro")
-    with pytest.raises(EventLogError, match="bad magic"):
+    with pytest.raises(EventLogError, match=r"bad magic.*agenttwin log repair"):
         EmbeddedLog(tmp_path)
     # the failed open released the lock
     (tmp_path / "topics" / "t.avro").unlink()

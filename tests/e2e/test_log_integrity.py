@@ -1,0 +1,264 @@
+"""The log's guarantees through the CLI, on a log written by the real pipeline (`demo` + OTLP ingest).
+
+A flipped byte anywhere — a block, its framing, a sync marker, the container header, the index — makes
+every command stop with one line and exit 2 (never a traceback, never a truncation); `log verify` names
+the damaged block; `log repair` quarantines it, records a dead letter and keeps every other block with
+its offsets, so the sink's committed offsets stay valid and new events reach ClickHouse exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agenttwin.cli import main
+from producers.otlp import ApiKeys, make_server
+from streams._avro_container import Block, parse_header, scan_blocks
+from streams.embedded import EmbeddedRuntime
+from streams.embedded_log import EmbeddedLog
+from tests.unit.traces.conftest import request, span
+
+KEY = "key-acme"
+SINK = "clickhouse-sink"
+
+
+def _trace_id(n: int) -> bytes:
+    return hashlib.sha256(f"log-integrity-trace-{n}".encode()).digest()[:16]
+
+
+def ingest(data_dir: Path, traces: range) -> list[str]:
+    """POST one OTLP request per trace (two spans each) to a real receiver on the real embedded log."""
+    with EmbeddedRuntime(data_dir) as runtime:
+        server = make_server("127.0.0.1", 0, runtime, ApiKeys.from_mapping({KEY: "acme"}))
+        server.start()
+        try:
+            for n in traces:
+                root, child = _trace_id(n)[:8], _trace_id(n)[8:]
+                body = request(
+                    span(root, trace_id=_trace_id(n), attrs={"agenttwin.outcome.claimed": "SUCCESS"}),
+                    span(child, trace_id=_trace_id(n), parent=root, name="execute_tool lookup_order"),
+                ).SerializeToString()
+                resp = httpx.post(
+                    f"{server.url}/v1/traces",
+                    content=body,
+                    headers={"Content-Type": "application/x-protobuf", "x-agenttwin-api-key": KEY},
+                    timeout=60,
+                )
+                assert resp.status_code == 200, resp.text
+        finally:
+            server.close()
+    return [_trace_id(n).hex() for n in traces]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def sql(capsys: pytest.CaptureFixture[str], data_dir: Path, query: str) -> list[list[str]]:
+    code, out, err = run(capsys, "sql", query, "--format", "csv", "--data-dir", str(data_dir))
+    assert code == 0, err
+    return [line.split(",") for line in out.strip().splitlines()[1:]]
+
+
+def one_line_refusal(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def layout(path: Path) -> tuple[int, list[Block]]:
+    data = path.read_bytes()
+    header = parse_header(data, len(data))
+    blocks, problem = scan_blocks(data, header.data_start, len(data), header.sync)
+    assert problem is None
+    return header.data_start, blocks
+
+
+def flip(path: Path, position: int, mask: int = 0x10) -> None:
+    data = bytearray(path.read_bytes())
+    data[position] ^= mask
+    path.write_bytes(bytes(data))
+
+
+def records(data_dir: Path) -> dict[str, dict[int, bytes]]:
+    with EmbeddedLog(data_dir / "topics-log", read_only=True) as log:
+        return {t: {r.offset: r.value for r in log.read(t)} for t in log.topics()}
+
+
+@pytest.fixture(scope="module")
+def pipeline_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo, then production spans arriving in seven requests: seven more blocks in spans.avro."""
+    data_dir = tmp_path_factory.mktemp("pipeline")
+    assert main(["demo", "--data-dir", str(data_dir)]) == 0
+    ingest(data_dir, range(7))
+    assert main(["sql", "SELECT 1", "--data-dir", str(data_dir)]) == 0  # the sink catches up
+    return data_dir
+
+
+@pytest.fixture
+def copy(pipeline_dir: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "data"
+    shutil.copytree(pipeline_dir, target, symlinks=True)  # chDB links its tables relatively
+    return target
+
+
+def test_verify_on_a_clean_pipeline_dir_finds_nothing_wrong(
+    pipeline_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "log", "verify", "--data-dir", str(pipeline_dir))
+    assert code == 0, out + err
+    assert "damaged" not in out.lower() and err == ""
+    assert "spans" in out or "topics" in out
+
+
+def test_the_issues_case_a_flipped_sync_byte_in_the_middle_of_spans(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spans = copy / "topics-log" / "topics" / "spans.avro"
+    _, blocks = layout(spans)
+    assert len(blocks) >= 8
+    middle = len(blocks) // 2
+    with EmbeddedLog(copy / "topics-log", read_only=True) as log:
+        committed, end = log.committed(SINK, "spans"), log.end_offset("spans")
+    assert committed == end > 0
+    (before,) = sql(capsys, copy, "SELECT count() FROM spans")
+    size = spans.stat().st_size
+    flip(spans, blocks[middle].end - 7)
+
+    code, _, err = run(capsys, "sql", "SELECT 1", "--data-dir", str(copy))
+    one_line_refusal(code, err, "spans", f"block {middle}", f"byte {blocks[middle].position}", "log repair")
+    assert spans.stat().st_size == size  # nothing was cut
+    ingest_cli = subprocess.run(
+        [sys.executable, "-m", "agenttwin.cli", "ingest", "--data-dir", str(copy), "--port", "0"],
+        env={**os.environ, "AGENTTWIN_INGEST_API_KEYS": f"{KEY}=acme"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    one_line_refusal(ingest_cli.returncode, ingest_cli.stderr, "spans", "log repair")
+
+    code, out, _ = run(capsys, "log", "verify", "--data-dir", str(copy))
+    assert code == 2 and f"block {middle}" in out and "spans" in out
+    code, out, err = run(capsys, "log", "repair", "--data-dir", str(copy))
+    assert code == 0, err
+    assert "quarantine" in out
+    code, out, err = run(capsys, "log", "verify", "--data-dir", str(copy))
+    assert code == 0, out + err
+
+    new = ingest(copy, range(100, 104))  # more spans after the repair
+    quoted = ", ".join(f"'{t}'" for t in new)
+    assert sql(capsys, copy, f"SELECT count() FROM spans WHERE trace_id IN ({quoted})") == [["8"]]
+    assert sql(capsys, copy, f"SELECT count() FROM spans FINAL WHERE trace_id IN ({quoted})") == [["8"]]
+    assert sql(capsys, copy, "SELECT count() FROM spans") == [[str(int(before[0]) + 8)]]
+    with EmbeddedLog(copy / "topics-log", read_only=True) as log:
+        assert log.committed(SINK, "spans") == log.end_offset("spans") == end + 8
+    rows = sql(
+        capsys,
+        copy,
+        "SELECT stage, source_topic, error_class, source_offset FROM dead_letters FINAL WHERE stage = 'log-repair'",
+    )
+    assert len(rows) == 1 and rows[0][:3] == ["log-repair", "spans", "DAMAGED_BLOCK"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["demo"], ["replay", "--evaluator-version", "1.1.0"], ["events", "tail", "cases"], ["sql", "SELECT 1"]],
+)
+def test_a_flipped_record_framing_byte_stops_every_command_in_one_line(
+    copy: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    cases = copy / "topics-log" / "topics" / "cases.avro"
+    _, blocks = layout(cases)
+    flip(cases, blocks[0].body_position + 2, 0x7F)
+    code, _, err = run(capsys, *argv, "--data-dir", str(copy))
+    one_line_refusal(code, err, "cases", "block 0", "log repair")
+
+
+def _random_damage(rng: random.Random, data_dir: Path) -> tuple[str, int | None]:
+    """Flip one bit somewhere in one topic's files; returns the topic and the damaged block (None: no block)."""
+    topics = data_dir / "topics-log" / "topics"
+    topic = rng.choice(sorted(p.stem for p in topics.glob("*.avro")))
+    container = topics / f"{topic}.avro"
+    data_start, blocks = layout(container)
+    where = rng.choice(["body", "framing", "sync", "header", "index"])
+    block = rng.randrange(len(blocks))
+    b = blocks[block]
+    if where == "index":
+        index = topics / f"{topic}.idx"
+        flip(index, rng.randrange(index.stat().st_size), 1 << rng.randrange(8))
+        return topic, None
+    position = {
+        "body": rng.randrange(b.body_position, b.body_position + b.body_size),
+        "framing": rng.randrange(b.position, b.body_position),
+        "sync": b.end - 1 - rng.randrange(16),
+        "header": rng.randrange(data_start),
+    }[where]
+    flip(container, position, 1 << rng.randrange(8))
+    return topic, (None if where == "header" else block)
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_random_damage_is_reported_repaired_and_the_pipeline_runs_on(
+    copy: Path, pipeline_dir: Path, capsys: pytest.CaptureFixture[str], trial: int
+) -> None:
+    rng = random.Random(2026_11 + trial)
+    topic, block = _random_damage(rng, copy)
+    pristine = records(pipeline_dir)
+
+    code, _, err = run(capsys, "demo", "--data-dir", str(copy))
+    one_line_refusal(code, err, f"topic {topic}", "log repair")
+    code, out, _ = run(capsys, "log", "verify", "--data-dir", str(copy))
+    assert code == 2 and topic in out
+    if block is not None:
+        assert f"block {block}" in out
+    code, out, err = run(capsys, "log", "repair", "--data-dir", str(copy))
+    assert code == 0, err
+    assert run(capsys, "log", "verify", "--data-dir", str(copy))[0] == 0
+
+    after = records(copy)
+    lost = 0
+    for name, kept in pristine.items():
+        for offset, value in kept.items():
+            if offset in after[name]:
+                assert after[name][offset] == value  # original offsets
+            else:
+                assert name == topic and block is not None
+                lost += 1
+    if block is None:
+        assert lost == 0
+    else:
+        assert lost == layout(pipeline_dir / "topics-log" / "topics" / f"{topic}.avro")[1][block].count
+
+    code, out, err = run(capsys, "demo", "--data-dir", str(copy))  # the pipeline runs again
+    assert code == 0, err
+    new = ingest(copy, range(200 + 10 * trial, 203 + 10 * trial))
+    quoted = ", ".join(f"'{t}'" for t in new)
+    assert sql(capsys, copy, f"SELECT count() FROM spans WHERE trace_id IN ({quoted})") == [["6"]]
+    assert sql(capsys, copy, f"SELECT count() FROM spans FINAL WHERE trace_id IN ({quoted})") == [["6"]]
+
+
+def test_a_corrupt_offsets_file_is_one_line_and_repair_resets_the_group(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (copy / "topics-log" / "offsets" / "planner.json").write_text('{"evaluations": 4')
+    code, _, err = run(capsys, "demo", "--data-dir", str(copy))
+    one_line_refusal(code, err, "planner", "log repair")
+    code, out, err = run(capsys, "log", "repair", "--data-dir", str(copy))
+    assert code == 0 and "planner" in out, err
+    code, out, err = run(capsys, "demo", "--data-dir", str(copy))
+    assert code == 0, err
+    assert "0 new events" in out  # the planner read its input again from offset 0 and added nothing
