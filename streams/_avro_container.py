@@ -71,9 +71,9 @@ def _read_long(buf: bytes | mmap.mmap, pos: int, limit: int) -> tuple[int, int]:
             return (n >> 1) ^ -(n & 1), pos
 
 
-def header_bytes(schema: Any, sync: bytes) -> bytes:
+def header_bytes(schema: Any, sync: bytes, metadata: dict[str, str] | None = None) -> bytes:
     out = io.BytesIO()
-    fastavro.writer(out, schema, [], codec="null", sync_marker=sync)
+    fastavro.writer(out, schema, [], codec="null", sync_marker=sync, metadata=metadata)
     return out.getvalue()
 
 

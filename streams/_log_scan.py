@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import mmap
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from hashlib import sha256
 
 from fastavro.schema import parse_schema, to_parsing_canonical_form
@@ -29,6 +29,22 @@ VALID = "block"
 HOLE = "gap"  # offsets whose records are in quarantine
 DAMAGED = "damaged"
 TORN = "torn"
+
+
+GAPS_KEY = "agenttwin.gaps"  # container metadata: [[first offset, count], ...] of quarantined records
+
+
+def gaps_metadata(gaps: list[tuple[int, int]]) -> dict[str, str]:
+    """Header metadata naming the offsets in quarantine, so the container alone keeps every offset."""
+    return {GAPS_KEY: json.dumps([list(g) for g in gaps], separators=(",", ":"))} if gaps else {}
+
+
+def _header_gaps(header: Header | None) -> dict[int, int]:
+    try:
+        raw = json.loads(header.metadata.get(GAPS_KEY, b"[]")) if header is not None else []
+        return {int(first): int(count) for first, count in raw if int(count) > 0}
+    except (ValueError, TypeError):
+        return {}
 
 
 def topic_sync(name: str) -> bytes:
@@ -47,6 +63,7 @@ class Segment:
     block: int | None = None  # the block's number in the container (None for a hole)
     problem: str = ""
     indexed: bool = True  # a valid index entry described it
+    source: Entry | None = None  # that entry (reused as it is when the index is written again)
 
     @property
     def end(self) -> int:
@@ -57,6 +74,8 @@ class Segment:
         return self.first_offset + (self.count or 0)
 
     def entry(self) -> Entry:
+        if self.source is not None:
+            return self.source
         if self.kind == VALID:
             return Entry(BLOCK, self.count or 0, self.position, self.size, self.first_offset, self.crc)
         return gap_entry(self.first_offset, self.count or 0)
@@ -91,6 +110,7 @@ class TopicScan:
     segments: list[Segment] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     stale_index: bool = False  # the index misses blocks or was never written: rewrite it
+    header_gaps: dict[int, int] = field(default_factory=dict)  # first offset -> count, from the container header
 
     @property
     def damaged(self) -> list[Segment]:
@@ -137,13 +157,14 @@ def _header(name: str, buf: Buffer, size: int, index: ParsedIndex | None) -> Top
     findings: list[Finding] = []
     if index is not None and ih is None:
         findings.append(Finding("index", 0, "the index header fails its checksum"))
+    gaps = _header_gaps(parsed) if error is None else {}
     if ih is not None:
         ok = size >= ih.data_start and checksum(bytes(buf[: ih.data_start])) == ih.header_crc
         if not ok:
             findings.append(Finding("header", 0, "the container header fails its checksum"))
-        return TopicScan(name, size, ih.sync, ih.data_start, ok, findings=findings)
+        return TopicScan(name, size, ih.sync, ih.data_start, ok, findings=findings, header_gaps=gaps if ok else {})
     if parsed is not None and error is None:
-        return TopicScan(name, size, parsed.sync, parsed.data_start, True, findings=findings)
+        return TopicScan(name, size, parsed.sync, parsed.data_start, True, findings=findings, header_gaps=gaps)
     # No index to say where the blocks start: after the header, or after its sync marker.
     sync = topic_sync(name)
     if parsed is not None:
@@ -181,11 +202,21 @@ class _Walker:
         self.scan, self.buf, self.size, self.index = scan, buf, size, index
         self.pos, self.offset, self.block = scan.data_start, 0, 0
 
-    def _add(self, segment: Segment) -> None:
-        if segment.kind != HOLE:
-            segment = replace(segment, block=self.block)
-            self.block += 1
-        self.scan.segments.append(segment)
+    def _add(
+        self,
+        kind: str,
+        position: int,
+        size: int,
+        count: int | None,
+        first_offset: int,
+        crc: int = 0,
+        *,
+        problem: str = "",
+        indexed: bool = True,
+    ) -> None:
+        """A block of the container (valid, damaged or torn), numbered in file order."""
+        self.scan.segments.append(Segment(kind, position, size, count, first_offset, crc, self.block, problem, indexed))
+        self.block += 1
 
     def indexed(self) -> None:
         if self.index is None:
@@ -203,7 +234,7 @@ class _Walker:
                 if entry.kind == BLOCK:
                     self.pos = entry.position
             if entry.kind == GAP:
-                self.scan.segments.append(Segment(HOLE, 0, 0, entry.count, entry.first_offset))
+                self.scan.segments.append(Segment(HOLE, 0, 0, entry.count, entry.first_offset, source=entry))
             else:
                 self._indexed_block(entry, last=k == last_block)
             self.offset = entry.end_offset
@@ -212,15 +243,17 @@ class _Walker:
         pos, end, size = entry.position, entry.end, self.size
         if end > size and last and pos <= size:
             problem = f"{end - size} of its {entry.size} bytes were never written"
-            self._add(Segment(TORN, pos, size - pos, entry.count, entry.first_offset, problem=problem))
+            self._add(TORN, pos, size - pos, entry.count, entry.first_offset, problem=problem)
         elif end > size:
             problem = f"the file ends {end - size} byte(s) before the block does (acknowledged bytes are missing)"
-            seg = Segment(DAMAGED, pos, max(0, size - pos), entry.count, entry.first_offset, problem=problem)
-            self._add(seg)
+            self._add(DAMAGED, pos, max(0, size - pos), entry.count, entry.first_offset, problem=problem)
         elif checksum(bytes(self.buf[pos:end])) != entry.crc:
-            self._add(Segment(DAMAGED, pos, entry.size, entry.count, entry.first_offset, problem="checksum mismatch"))
+            self._add(DAMAGED, pos, entry.size, entry.count, entry.first_offset, problem="checksum mismatch")
         else:
-            self._add(Segment(VALID, pos, entry.size, entry.count, entry.first_offset, entry.crc))
+            self.scan.segments.append(
+                Segment(VALID, pos, entry.size, entry.count, entry.first_offset, entry.crc, self.block, source=entry)
+            )
+            self.block += 1
         self.pos = end
 
     def _explain(self, region_end: int, target_offset: int) -> None:
@@ -233,10 +266,8 @@ class _Walker:
         unknown = [i for i, c in enumerate(counts) if c is None]
         if missing < 0:  # more records than the entries around allow: keep the bytes as one damaged stretch
             problem = "holds more records than the index allows"
-            seg = Segment(
-                DAMAGED, self.pos, region_end - self.pos, target_offset - self.offset, self.offset, problem=problem
-            )
-            self._add(replace(seg, indexed=False))
+            count = target_offset - self.offset
+            self._add(DAMAGED, self.pos, region_end - self.pos, count, self.offset, problem=problem, indexed=False)
             self.scan.stale_index = True
             return
         if len(unknown) == 1:
@@ -253,23 +284,33 @@ class _Walker:
     def _piece(self, piece: Piece, offset: int, count: int | None) -> None:
         if piece.valid:
             crc = checksum(bytes(self.buf[piece.position : piece.end]))
-            self._add(Segment(VALID, piece.position, piece.size, count, offset, crc, indexed=False))
+            self._add(VALID, piece.position, piece.size, count, offset, crc, indexed=False)
         else:
             problem = "not a valid block (framing, sync marker or records)"
-            self._add(Segment(DAMAGED, piece.position, piece.size, count, offset, problem=problem, indexed=False))
+            self._add(DAMAGED, piece.position, piece.size, count, offset, problem=problem, indexed=False)
 
     def tail(self) -> None:
         """Bytes after the last indexed block: blocks whose entries never reached the disk, or a torn write."""
-        if self.pos >= self.size:
-            return
         offset = self.offset
-        for piece in scan_region(self.buf, self.pos, self.size, self.scan.sync, records_fit):
+        pieces = scan_region(self.buf, self.pos, self.size, self.scan.sync, records_fit) if self.pos < self.size else []
+        for piece in pieces:
+            offset = self._header_holes(offset)
             if piece.valid:
                 self._piece(piece, offset, piece.count)
             elif piece.last and not piece.complete:
                 problem = "fewer bytes than its framing promises after the last complete block (a write cut short)"
-                self._add(Segment(TORN, piece.position, piece.size, None, offset, problem=problem, indexed=False))
+                self._add(TORN, piece.position, piece.size, None, offset, problem=problem, indexed=False)
             else:
                 self._piece(piece, offset, piece.count)
             offset += piece.count or 0
             self.scan.stale_index = True
+        if self._header_holes(offset) != offset:
+            self.scan.stale_index = True
+
+    def _header_holes(self, offset: int) -> int:
+        """Offsets the container's header says are in quarantine, where the index does not say so."""
+        while offset in self.scan.header_gaps:
+            count = self.scan.header_gaps.pop(offset)
+            self.scan.segments.append(Segment(HOLE, 0, 0, count, offset))
+            offset += count
+        return offset

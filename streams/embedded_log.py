@@ -238,9 +238,10 @@ class EmbeddedLog:
         _log_files.write_durably(path.with_suffix(".idx"), index, fsync=self._fsync)
 
     def _load(self, name: str, path: Path, fd: int) -> _Topic:
-        size = os.fstat(fd).st_size
         index_path = path.with_suffix(".idx")
+        # the index first: a writer appends a block before its entry, so the container then covers the index
         index = parse_index(index_path.read_bytes()) if index_path.exists() else None
+        size = os.fstat(fd).st_size
         if size == 0:
             raise LogDamagedError(f"topic {name}: {path} is empty, not an Avro container")
         with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as buf:
@@ -250,7 +251,8 @@ class EmbeddedLog:
             more = f" (and {len(problems) - 1} more in this topic)" if len(problems) > 1 else ""
             raise LogDamagedError(problems[0] + more)
         topic = _Topic(name=name, path=path, fd=fd, sync=scan.sync, file_end=scan.data_start)
-        for entry in scan.entries():
+        entries = scan.entries()
+        for entry in entries:
             topic.add(entry)
         torn = scan.torn
         if torn is not None:
@@ -261,10 +263,10 @@ class EmbeddedLog:
             return topic
         if scan.stale_index or torn is not None:
             data = IndexHeader(scan.data_start, _header_crc(fd, scan.data_start), scan.sync).encode()
-            data += b"".join(e.encode() for e in scan.entries())
+            data += b"".join(e.encode() for e in entries)
             _log_files.write_durably(index_path, data, fsync=self._fsync)
         topic.index_fd = os.open(index_path, os.O_RDWR)
-        topic.index_end = HEADER_SIZE + len(scan.entries()) * ENTRY_SIZE
+        topic.index_end = HEADER_SIZE + len(entries) * ENTRY_SIZE
         return topic
 
     def _cut(self, topic: _Topic, scan: TopicScan, fd: int, size: int) -> None:

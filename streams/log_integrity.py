@@ -18,15 +18,15 @@ import mmap
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from streams import _log_files
 from streams._avro_container import header_bytes
 from streams._log_files import Quarantined
-from streams._log_index import BLOCK, Entry, IndexHeader, checksum, gap_entry, parse_index
+from streams._log_index import BLOCK, GAP, Entry, IndexHeader, ParsedIndex, checksum, gap_entry, parse_index
 from streams._log_record import PARSED
-from streams._log_scan import DAMAGED, HOLE, TORN, VALID, Finding, Segment, TopicScan, scan_topic
+from streams._log_scan import DAMAGED, HOLE, TORN, VALID, Finding, Segment, gaps_metadata, scan_topic
 from streams._log_support import acquire_lock, read_offsets
 
 __all__ = ["Damage", "OffsetsReset", "Quarantined", "RepairReport", "VerifyReport", "repair_log", "verify_log"]
@@ -99,10 +99,10 @@ def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
             yield buf
 
 
-def _scan(log_dir: Path, name: str, buf: bytes | mmap.mmap) -> TopicScan:
-    index_path = log_dir / "topics" / f"{name}.idx"
-    index = parse_index(index_path.read_bytes()) if index_path.exists() else None
-    return scan_topic(name, buf, index)
+def _index(log_dir: Path, name: str) -> ParsedIndex | None:
+    """Read before the container: a writer appends a block before its entry, so the container covers it."""
+    path = log_dir / "topics" / f"{name}.idx"
+    return parse_index(path.read_bytes()) if path.exists() else None
 
 
 def _segment_damage(name: str, seg: Segment) -> Damage:
@@ -125,8 +125,9 @@ def verify_log(log_dir: Path) -> VerifyReport:
                 Damage(name, "repair", "a repair was interrupted; `agenttwin log repair` finishes it")
             )
             continue
+        index = _index(log_dir, name)
         with _mapped(topic_dir / f"{name}.avro") as buf:
-            scan = _scan(log_dir, name, buf)
+            scan = scan_topic(name, buf, index)
         report.topics += 1
         report.blocks += len(scan.valid)
         report.records += sum(s.count or 0 for s in scan.valid)
@@ -185,11 +186,11 @@ def repair_log(log_dir: Path) -> RepairReport:
 
 def _repair_topic(log_dir: Path, name: str, report: RepairReport) -> int:
     topic_dir = log_dir / "topics"
+    index = _index(log_dir, name)
     data = (topic_dir / f"{name}.avro").read_bytes()
-    scan = _scan(log_dir, name, data)
+    scan = scan_topic(name, data, index)
     if not (scan.problems() or scan.torn or scan.stale_index):
         return scan.end_offset
-    header = data[: scan.data_start] if scan.header_ok else header_bytes(PARSED, scan.sync)
     if not scan.header_ok and scan.data_start:
         report.headers.append(
             _log_files.quarantine(
@@ -203,12 +204,12 @@ def _repair_topic(log_dir: Path, name: str, report: RepairReport) -> int:
                 reason="damaged container header",
             )
         )
-    out = bytearray(header)
-    entries: list[Entry] = []
+    blocks = bytearray()
+    entries: list[Entry] = []  # positions relative to the end of the header, written below
     for seg in scan.segments:
         if seg.kind == VALID:
-            entries.append(Entry(BLOCK, seg.count or 0, len(out), seg.size, seg.first_offset, seg.crc))
-            out += data[seg.position : seg.end]
+            entries.append(Entry(BLOCK, seg.count or 0, len(blocks), seg.size, seg.first_offset, seg.crc))
+            blocks += data[seg.position : seg.end]
         elif seg.kind == HOLE:
             entries.append(seg.entry())
         elif seg.kind in (DAMAGED, TORN):
@@ -227,8 +228,14 @@ def _repair_topic(log_dir: Path, name: str, report: RepairReport) -> int:
                 )
             if seg.count:
                 entries.append(gap_entry(seg.first_offset, seg.count))  # the offsets stay taken
-    index = IndexHeader(len(header), checksum(header), scan.sync).encode() + b"".join(e.encode() for e in entries)
-    _log_files.stage_replace(topic_dir, name, bytes(out), index)
+    # The header names the gaps too, so the container alone keeps every offset if the index is lost.
+    header = header_bytes(
+        PARSED, scan.sync, gaps_metadata([(e.first_offset, e.count) for e in entries if e.kind == GAP])
+    )
+    entries = [replace(e, position=e.position + len(header)) if e.kind == BLOCK else e for e in entries]
+    out = header + bytes(blocks)
+    new_index = IndexHeader(len(header), checksum(header), scan.sync).encode() + b"".join(e.encode() for e in entries)
+    _log_files.stage_replace(topic_dir, name, out, new_index)
     _log_files.complete_replace(topic_dir, name)
     if not scan.damaged and not scan.torn and scan.header_ok:
         report.reindexed.append(name)

@@ -317,6 +317,26 @@ def test_the_last_block_of_a_legacy_file_is_never_taken_for_a_torn_tail(written:
         assert log.end_offset("t") == (20 if where == "sync" else 16)
 
 
+@pytest.mark.parametrize("damaged", [[1], [4], [0, 2]])
+def test_after_a_repair_the_container_alone_keeps_every_offset(written: Path, damaged: list[int]) -> None:
+    """The index is lost (or only the .avro files were copied): the header's gap list keeps the offsets."""
+    path = written / "topics" / "t.avro"
+    _, blocks = _blocks(path)
+    for b in damaged:
+        _flip(path, blocks[b].body_position + 1)
+    repair_log(written)
+    (written / "topics" / "t.idx").unlink()
+    kept = [r for r in EXPECTED if r[0] // 4 not in damaged]
+    with EmbeddedLog(written, read_only=True) as log:
+        assert _records(log, "t") == kept
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == kept
+        assert log.end_offset("t") == 20
+    assert verify_log(written).ok
+    with path.open("rb") as handle:
+        assert len(list(fastavro.reader(handle))) == len(kept)
+
+
 def test_several_damaged_blocks_are_all_reported_and_all_quarantined(written: Path) -> None:
     path = written / "topics" / "t.avro"
     _, blocks = _blocks(path)
@@ -387,3 +407,38 @@ def test_verify_of_a_clean_log_reports_nothing(written: Path) -> None:
     assert report.ok and report.damaged == []
     assert report.topics == 2 and report.blocks == 6 and report.records == 21
     assert os.path.exists(written / "topics" / "t.idx")
+
+
+def test_a_reader_follows_a_writer_across_a_repaired_gap(written: Path) -> None:
+    path = written / "topics" / "t.avro"
+    _flip(path, _blocks(path)[1][4].body_position)  # the last block: offsets 16-19 go to quarantine
+    repair_log(written)
+    with EmbeddedLog(written) as writer, EmbeddedLog(written, read_only=True) as reader:
+        assert reader.end_offset("t") == 20
+        writer.append_many("t", [NewRecord(b"a"), NewRecord(b"b")])
+        assert _records(reader, "t", 14) == [(14, b"3-2"), (15, b"3-3"), (20, b"a"), (21, b"b")]
+        assert reader.end_offset("t") == 22
+
+
+def test_verify_beside_a_busy_writer_never_reports_damage(tmp_path: Path) -> None:
+    import threading
+
+    stop = threading.Event()
+    with EmbeddedLog(tmp_path, fsync=False) as log:
+        log.append("t", None, b"first")
+
+        def write() -> None:
+            n = 0
+            while not stop.is_set() and n < 3000:
+                log.append_many("t", [NewRecord(f"{n}-{i}".encode()) for i in range(3)])
+                n += 1
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            for _ in range(40):
+                report = verify_log(tmp_path)
+                assert report.ok, [d.line() for d in report.damaged]
+        finally:
+            stop.set()
+            writer.join()
