@@ -262,3 +262,11 @@ def test_a_corrupt_offsets_file_is_one_line_and_repair_resets_the_group(
     code, out, err = run(capsys, "demo", "--data-dir", str(copy))
     assert code == 0, err
     assert "0 new events" in out  # the planner read its input again from offset 0 and added nothing
+
+
+def test_log_commands_on_a_directory_without_a_log_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("verify", "repair"):
+        code, _, err = run(capsys, "log", command, "--data-dir", str(tmp_path / "nowhere"))
+        one_line_refusal(code, err, "no embedded log")
