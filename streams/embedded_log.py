@@ -318,8 +318,10 @@ class EmbeddedLog:
                 entry = parse_entry(fresh[k : k + ENTRY_SIZE])
                 if entry is None:
                     break  # being written: look again next time
-                if entry.kind == BLOCK and entry.position == topic.file_end:
-                    if entry.end > size or checksum(os.pread(topic.fd, entry.size, entry.position)) != entry.crc:
+                if entry.kind == BLOCK and entry.position >= topic.file_end:  # not taken in by structure yet
+                    if entry.position > topic.file_end or entry.end > size:
+                        break
+                    if checksum(os.pread(topic.fd, entry.size, entry.position)) != entry.crc:
                         break
                     topic.add(entry)
                 elif entry.kind != BLOCK and entry.first_offset >= topic.end_offset:

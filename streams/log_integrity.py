@@ -213,7 +213,7 @@ def _repair_topic(log_dir: Path, name: str, report: RepairReport) -> int:
         elif seg.kind == HOLE:
             entries.append(seg.entry())
         elif seg.kind in (DAMAGED, TORN):
-            if seg.size:
+            if seg.size or seg.count:  # bytes that are gone entirely still get their note and dead letter
                 report.quarantined.append(
                     _log_files.quarantine(
                         log_dir,

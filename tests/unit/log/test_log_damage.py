@@ -261,7 +261,8 @@ def test_a_truncated_container_with_acknowledged_blocks_missing_is_damage(writte
     path.write_bytes(path.read_bytes()[: blocks[3].position + 3])  # blocks 3 and 4 gone: not a torn write
     with pytest.raises(LogDamagedError, match="block 3"):
         EmbeddedLog(written)
-    repair_log(written)
+    repaired = repair_log(written)
+    assert [(q.first_offset, q.count, q.size) for q in repaired.quarantined] == [(12, 4, 3), (16, 4, 0)]
     with EmbeddedLog(written) as log:
         assert _records(log, "t") == EXPECTED[:12]
         assert log.end_offset("t") == 20
