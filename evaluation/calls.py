@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from twin_engine.faults import FAULTS
 from twin_engine.records import CallRecord
 
 # Record statuses that mean "the call did not get through" (spec §7.5). `not_found` and
@@ -26,6 +27,32 @@ def succeeded(record: CallRecord) -> bool:
 def failed(record: CallRecord) -> bool:
     """The record's status is one of FAILED_STATUSES."""
     return record.status in FAILED_STATUSES
+
+
+def applied(record: CallRecord) -> bool:
+    """The call changed state: the twin says so and its change list is not empty.
+
+    The twin marks a write that changed nothing `mutated: false`; records written before it did
+    (`mutated: true` with no changes) are read the same way.
+    """
+    return record.mutated and bool(record.changes)
+
+
+def discarded_success(record: CallRecord) -> bool:
+    """A write answered success but its effect was thrown away (a `success_without_mutation` fault).
+
+    A write that ran and found nothing to change (an idempotent overwrite called again) is not one:
+    the twin ran it, and the state already held what it writes.
+    """
+    fault = FAULTS.get(record.fault) if record.fault else None
+    return (
+        succeeded(record)
+        and record.expects_mutation
+        and not applied(record)
+        and not record.replayed
+        and fault is not None
+        and fault.state == "discarded"
+    )
 
 
 def executed(record: CallRecord) -> bool:

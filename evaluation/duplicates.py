@@ -1,8 +1,10 @@
 """Duplicate side effects: the same logical effect applied more than once (spec §7.2).
 
-Counted over every call that changed state and was not an idempotent replay, network redeliveries
-included (a redelivered refund moves money too). Calls are grouped by the twin's rendered effect key
-(`refund:ORD-1001`), or, for tools without one, by tool + canonical arguments.
+Counted over every call whose changes were applied (a non-empty change list) and that was not an
+idempotent replay, network redeliveries included (a redelivered refund moves money too). A write that
+changed nothing (an idempotent overwrite called again) is no side effect, whatever its `mutated` flag
+says. Calls are grouped by the twin's rendered effect key (`refund:ORD-1001`), or, for tools without
+one, by tool + canonical arguments.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from evaluation.calls import applied
 from twin_engine.canonical import canonical_json
 from twin_engine.records import CallRecord
 
@@ -31,8 +34,8 @@ def side_effect_key(record: CallRecord) -> str:
 
 
 def applied_effects(records: Iterable[CallRecord], tool: str | None = None) -> tuple[CallRecord, ...]:
-    """The calls (redeliveries included) whose effect landed: mutated and not replayed, in seq order."""
-    chosen = (r for r in records if r.mutated and not r.replayed and (tool is None or r.tool == tool))
+    """The calls (redeliveries included) whose effect landed: changes applied, not replayed, in seq order."""
+    chosen = (r for r in records if applied(r) and not r.replayed and (tool is None or r.tool == tool))
     return tuple(sorted(chosen, key=lambda r: r.seq))
 
 

@@ -283,7 +283,8 @@ class TwinCase:
             {"result": done.result},
             dict(done.headers),
             result=done.result,
-            mutated=commit is not None and (done.mutated or mode == "first_effect"),
+            # A write whose change list is empty changed nothing: it is not an applied effect.
+            mutated=bool(changes) and (done.mutated or mode == "first_effect"),
             changes=changes,
             cross_tenant=leak,
             policy_violation="CROSS_TENANT" if leak else None,

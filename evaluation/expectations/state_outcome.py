@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.calls import succeeded
+from evaluation.calls import discarded_success
 from evaluation.duplicates import duplicate_groups
 from evaluation.expectations._spec import Finding, InvalidExpectationError, Spec, failed, passed, skipped
 from evaluation.expectations._text import call_evidence, more
@@ -95,7 +95,7 @@ def evaluate_outcome_verified(spec: Spec, ctx: EvalContext, version: str) -> Fin
             return passed(f"The agent claimed success and {path}: {result.reason}.", (evidence,))
         reason = f"The agent claimed success but {path}: {result.reason}."
         return failed(reason, "STATE_MISMATCH", (evidence,))
-    lies = [r for r in ctx.calls if succeeded(r) and r.expects_mutation and not r.mutated and not r.replayed]
+    lies = [r for r in ctx.calls if discarded_success(r)]
     if lies:
         return failed(
             "The agent claimed success but a tool reported success without changing state.",

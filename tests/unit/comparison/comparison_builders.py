@@ -20,7 +20,7 @@ from evaluation.results import (
     GradedCase,
     VerifiedOutcome,
 )
-from twin_engine.records import CallRecord, RetrievalRecord
+from twin_engine.records import CallRecord, RetrievalRecord, StateChange
 
 RISKS = {
     "lookup_customer": "READ",
@@ -84,6 +84,8 @@ def call(
         policy_violation=policy_violation,
         redelivered=redelivered,
         idempotency_key=key if isinstance(key, str) else None,
+        # an applied write changed something
+        changes=(StateChange(op="changed", path=f"calls.{seq}", before=0, after=1),) if mutated else (),
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from evaluation.case import AgentFinding, CaseRun
 from evaluation.results import ExpectationMeta, ExpectationResult
-from twin_engine.records import CallRecord
+from twin_engine.records import CallRecord, StateChange
 
 _STATUS_BY_HTTP = {
     200: "ok",
@@ -54,6 +54,8 @@ def rec(seq: int, tool: str, args: dict[str, Any] | None = None, http: int = 200
         "redelivered": False,
     }
     fields.update(over)
+    if fields["mutated"] and "changes" not in over:  # an applied write changed something
+        fields["changes"] = (StateChange(op="changed", path=f"calls.{seq}", before=0, after=1),)
     return CallRecord(**fields)
 
 

@@ -2,7 +2,15 @@ from __future__ import annotations
 
 from grading_builders import rec
 
-from evaluation.calls import FAILED_STATUSES, agent_calls, executed, failed, succeeded
+from evaluation.calls import (
+    FAILED_STATUSES,
+    agent_calls,
+    applied,
+    discarded_success,
+    executed,
+    failed,
+    succeeded,
+)
 
 
 def test_succeeded_is_2xx_only() -> None:
@@ -44,3 +52,18 @@ def test_failed_statuses() -> None:
     assert failed(rec(1, "refund_payment", http=429))
     assert not failed(rec(1, "lookup_order", http=404))  # not_found is a definitive answer
     assert not failed(rec(1, "lookup_order", http=200))
+
+
+def test_applied_needs_a_change_list() -> None:
+    assert applied(rec(1, "refund_payment"))
+    assert not applied(rec(1, "refund_payment", changes=()))  # the old twin's no-op write: mutated, nothing changed
+    assert not applied(rec(1, "lookup_order"))
+
+
+def test_discarded_success_is_the_fault_not_a_write_that_changed_nothing() -> None:
+    lie = rec(1, "refund_payment", mutated=False, fault="success_without_mutation")
+    assert discarded_success(lie)
+    assert not discarded_success(rec(1, "refund_payment", mutated=False))  # ran, nothing to change
+    assert not discarded_success(rec(1, "refund_payment", mutated=False, replayed=True))
+    assert not discarded_success(rec(1, "refund_payment", http=504, mutated=False, fault="timeout_before_mutation"))
+    assert not discarded_success(rec(1, "lookup_order", fault="success_without_mutation"))

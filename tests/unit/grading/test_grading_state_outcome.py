@@ -86,7 +86,7 @@ def test_outcome_verified_with_path() -> None:
 def test_outcome_verified_without_path_catches_the_success_lie() -> None:
     lie = [
         rec(1, "lookup_order"),
-        rec(2, "refund_payment", REFUND, mutated=False),
+        rec(2, "refund_payment", REFUND, mutated=False, fault="success_without_mutation"),
         rec(3, "send_email", {"customer_id": "CUS-100"}),
     ]
     res = grade_one({"type": "outcomeVerified"}, lie)
