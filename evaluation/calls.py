@@ -29,6 +29,16 @@ def failed(record: CallRecord) -> bool:
     return record.status in FAILED_STATUSES
 
 
+def is_write(record: CallRecord) -> bool:
+    """A call of a tool that acts: any risk above READ, or a handler that writes state."""
+    return record.risk not in _NON_EXECUTING_RISKS or record.expects_mutation
+
+
+def is_read(record: CallRecord) -> bool:
+    """A call of a READ tool."""
+    return record.risk == "READ" and not record.expects_mutation
+
+
 def applied(record: CallRecord) -> bool:
     """The call changed state: the twin says so and its change list is not empty.
 

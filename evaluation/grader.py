@@ -1,17 +1,19 @@
 """Grade one finished case: every expectation, the verdict and the verified outcome.
 
 Pure and deterministic: the same case and evaluator set give the same results, in expectation order
-(the agent-run finding, when there is one, first).
+(the agent-run finding, when there is one, first; the claim-supported finding of evaluator set 1.2.0
+last, unless the scenario declares its own claimSupported expectation).
 """
 
 from __future__ import annotations
 
 from evaluation.case import CaseRun
 from evaluation.expectations import EvalContext, agent_run_result, evaluate_expectation, not_run_result
+from evaluation.expectations.registry import claim_finding_result
 from evaluation.outcome import verified_outcome
 from evaluation.results import ExpectationResult, GradedCase
 from evaluation.verdict import case_verdict
-from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
+from evaluation.versions import CLAIM_SUPPORTED, DEFAULT_EVALUATOR_SET, evaluator_set
 
 
 def grade_results(
@@ -30,6 +32,10 @@ def grade_results(
     ctx = EvalContext.from_case(case)
     for i, raw in enumerate(case.expectations):
         results.append(evaluate_expectation(raw, i, ctx, evaluator_version))
+    declared = any(isinstance(raw, dict) and raw.get("type") == CLAIM_SUPPORTED for raw in case.expectations)
+    finding = None if declared else claim_finding_result(ctx, evaluator_version)
+    if finding is not None:
+        results.append(finding)
     return tuple(results)
 
 
@@ -39,6 +45,6 @@ def grade_case(case: CaseRun, *, evaluator_version: str = DEFAULT_EVALUATOR_SET)
         case=case,
         results=results,
         verdict=case_verdict(results, evaluator_version),
-        verified=verified_outcome(results, case.claimed_outcome, case.business_outcome),
+        verified=verified_outcome(results, case.claimed_outcome, case.business_outcome, evaluator_version),
         evaluator_version=evaluator_version,
     )

@@ -13,9 +13,11 @@ from typing import Any
 
 from evaluation.calls import agent_calls
 from evaluation.duplicates import duplicate_side_effects
+from evaluation.expectations.claims import UNSUPPORTED_CLAIM
 from evaluation.expectations.context import DEFAULT_ESCALATION_TOOLS
 from evaluation.results import FAIL, PASS, GradedCase
 from evaluation.retries import count_retries
+from evaluation.versions import CLAIM_FINDING_EVALUATOR, EVALUATOR_SETS
 
 JSON = Any
 
@@ -46,6 +48,7 @@ METRIC_RULES: tuple[MetricRule, ...] = (
     MetricRule("policy_violations", LOWER, 0, 0),
     MetricRule("retries", LOWER, 0, 0),
     MetricRule("duplicate_side_effects", LOWER, 0, 0),
+    MetricRule("unsupported_claims", LOWER, 0, 0),
     MetricRule("argument_failures", LOWER, 0, 0),
     MetricRule("steps", LOWER, 0, 0),
     MetricRule("tool_calls", NEUTRAL, 0, 0),
@@ -92,6 +95,13 @@ def semantic_scores(graded: GradedCase) -> list[float]:
     ]
 
 
+def unsupported_claims(graded: GradedCase) -> int | None:
+    """Failed claim checks (UNSUPPORTED_CLAIM); None under evaluator sets that do not grade claims."""
+    if CLAIM_FINDING_EVALUATOR not in EVALUATOR_SETS.get(graded.evaluator_version, {}):
+        return None
+    return sum(1 for r in graded.results if r.status == FAIL and r.label == UNSUPPORTED_CLAIM)
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
@@ -107,6 +117,7 @@ def side_metrics(graded: GradedCase) -> dict[str, Number | None]:
         "policy_violations": sum(1 for r in calls if r.policy_violation),
         "retries": count_retries(case.records),
         "duplicate_side_effects": duplicate_side_effects(case.records),
+        "unsupported_claims": unsupported_claims(graded),
         "argument_failures": sum(
             1 for r in graded.results if r.expectation.type == "toolArgs" and r.status == FAIL
         ),

@@ -7,6 +7,9 @@ outcome: a refund that landed correctly by the wrong path is a regression, not a
 - any of them FAIL -> FAILURE, verified, source tool_twin_state
 - none present, or any ERROR/SKIPPED -> UNKNOWN, unverified, source unavailable
 - otherwise -> SUCCESS, verified, source tool_twin_state
+
+The agent's claim is kept beside it: under the verified outcome 1.1.0 (evaluator set 1.2.0) as
+claimed when it is one of CLAIMED_OUTCOMES; before, ESCALATED and REFUSED were stored as UNKNOWN.
 """
 
 from __future__ import annotations
@@ -14,20 +17,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation.results import ERROR, FAIL, SKIPPED, ExpectationResult, VerifiedOutcome
+from evaluation.versions import (
+    CLAIMS_AS_CLAIMED,
+    DEFAULT_EVALUATOR_SET,
+    VERIFIED_OUTCOME_EVALUATOR,
+)
+from evaluation.versions import (
+    evaluator_version as version_in,
+)
 
 OUTCOME_EVIDENCE_TYPES = frozenset({"state", "stateUnchanged", "outcomeVerified", "noDuplicateSideEffect"})
 OUTCOME_STATUSES = ("SUCCESS", "PARTIAL", "FAILURE", "UNKNOWN")
+# What an agent may claim (scenario.v1 finalOutcome), kept as claimed from the verified outcome 1.1.0 on.
+CLAIMED_OUTCOMES = ("SUCCESS", "PARTIAL", "FAILURE", "ESCALATED", "REFUSED", "UNKNOWN")
 TOOL_TWIN_STATE = "tool_twin_state"
 UNAVAILABLE = "unavailable"
 MAX_BUSINESS_OUTCOME = 200
 
 
-def normalize_outcome(claimed: str | None) -> str | None:
-    """A claimed outcome upper-cased; anything outside SUCCESS/PARTIAL/FAILURE/UNKNOWN is UNKNOWN."""
+def normalize_outcome(claimed: str | None, known: tuple[str, ...] = OUTCOME_STATUSES) -> str | None:
+    """A claimed outcome upper-cased; anything outside `known` is UNKNOWN."""
     if claimed is None or not claimed.strip():
         return None
     value = claimed.strip().upper()
-    return value if value in OUTCOME_STATUSES else "UNKNOWN"
+    return value if value in known else "UNKNOWN"
+
+
+def claimed_status(claimed: str | None, evaluator_version: str) -> str | None:
+    """The claim as the verified outcome of evaluator set `evaluator_version` stores it."""
+    as_claimed = version_in(evaluator_version, VERIFIED_OUTCOME_EVALUATOR) == CLAIMS_AS_CLAIMED
+    return normalize_outcome(claimed, CLAIMED_OUTCOMES if as_claimed else OUTCOME_STATUSES)
 
 
 def _ids(results: Sequence[ExpectationResult]) -> str:
@@ -35,7 +54,10 @@ def _ids(results: Sequence[ExpectationResult]) -> str:
 
 
 def verified_outcome(
-    results: Sequence[ExpectationResult], claimed: str | None, business_outcome: str | None
+    results: Sequence[ExpectationResult],
+    claimed: str | None,
+    business_outcome: str | None,
+    evaluator_version: str = DEFAULT_EVALUATOR_SET,
 ) -> VerifiedOutcome:
     evidence = [r for r in results if r.expectation.type in OUTCOME_EVIDENCE_TYPES]
     fails = [r for r in evidence if r.status == FAIL]
@@ -57,7 +79,7 @@ def verified_outcome(
         status=status,
         verified=verified,
         source=source,
-        claimed_status=normalize_outcome(claimed),
+        claimed_status=claimed_status(claimed, evaluator_version),
         business_outcome=business_outcome[:MAX_BUSINESS_OUTCOME] if business_outcome else business_outcome,
         reason=reason,
     )

@@ -160,7 +160,9 @@ def apply_reviews(graded: GradedCase, side: str, reviews: Iterable[Review]) -> G
         graded,
         results=results,
         verdict=case_verdict(results, graded.evaluator_version),
-        verified=verified_outcome(results, case.claimed_outcome, case.business_outcome),
+        verified=verified_outcome(
+            results, case.claimed_outcome, case.business_outcome, graded.evaluator_version
+        ),
     )
 
 

@@ -75,7 +75,9 @@ def judge_case(
         graded,
         results=results,
         verdict=case_verdict(results, graded.evaluator_version),
-        verified=verified_outcome(results, case.claimed_outcome, case.business_outcome),
+        verified=verified_outcome(
+            results, case.claimed_outcome, case.business_outcome, graded.evaluator_version
+        ),
     )
 
 

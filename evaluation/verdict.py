@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.expectations.registry import AGENT_RUN_TYPE
+from evaluation.expectations.registry import is_finding
 from evaluation.results import (
     ERROR,
     ERRORED,
@@ -43,7 +43,7 @@ def case_verdict(results: Sequence[ExpectationResult], evaluator_version: str) -
         status, reason = FAILED, first.reason + _more(len(fails) - 1, "failed")
     elif errors:
         status, reason = ERRORED, errors[0].reason + _more(len(errors) - 1, "errored")
-    elif not any(r.expectation.type != AGENT_RUN_TYPE for r in results):  # the run finding is no expectation
+    elif all(is_finding(r) for r in results):  # the grader's own findings are no expectations
         status, reason = ERRORED, "The scenario has no expectations."
     elif critical_skips := [r for r in skips if r.expectation.critical]:
         first = critical_skips[0]

@@ -2,10 +2,17 @@
 
 Each built-in evaluator has a version. An evaluator *set* names one version of every evaluator; a
 run pins the set it graded with, so re-grading under another set is a new, distinguishable result.
+`SET_CHANGES` says in a sentence what each set changed (the README's "Evaluator versions" table).
 
 - maxRetries 1.0.0 (legacy) counted every identical repeat of a call, so a confirming re-read after
   a success counted as a retry. maxRetries 1.1.0 uses the shared retry rule (evaluation.retries).
-- Set "1.0.0": every evaluator at 1.0.0. Set "1.1.0": maxRetries 1.1.0, the rest 1.0.0.
+- outcomeVerified 1.1.0 also fails a claimed SUCCESS that no write of the claimed kind backs
+  (evaluation.claims); claimSupported 1.0.0 (a scenario expectation, and the automatic
+  `claim-supported` finding) labels a success claimed over an unconfirmed failed write; the
+  verified outcome 1.1.0 keeps ESCALATED and REFUSED claims as claimed.
+- Set "1.0.0": every evaluator at 1.0.0. Set "1.1.0": maxRetries 1.1.0, the rest 1.0.0. Set
+  "1.2.0": set 1.1.0 plus outcomeVerified 1.1.0, claimSupported 1.0.0 (type and finding) and the
+  verified outcome 1.1.0. A set without an evaluator does not grade its expectation type.
 """
 
 from __future__ import annotations
@@ -43,12 +50,21 @@ EXPECTATION_TYPES = (
     "semantic",
 )
 
+CLAIM_SUPPORTED = "claimSupported"
+# Types added after set 1.1.0, with the set that brought them.
+ADDED_TYPES: Mapping[str, str] = MappingProxyType({CLAIM_SUPPORTED: "1.2.0"})
+ALL_EXPECTATION_TYPES = (*EXPECTATION_TYPES, *ADDED_TYPES)
+
 AGENT_RUN_EVALUATOR = "simulation.agent_run"
+CLAIM_FINDING_EVALUATOR = "finding.claimSupported"  # the automatic claim-supported finding
+VERIFIED_OUTCOME_EVALUATOR = "outcome.verified"
 SKIPPED_EVALUATOR = "skipped"  # expectations not evaluated because the agent never ran
 UNKNOWN_EVALUATOR = "unknown"  # expectations of a type no evaluator knows
 
 LEGACY_MAX_RETRIES = "1.0.0"
 SHARED_RULE_MAX_RETRIES = "1.1.0"
+CLAIM_RULES_OUTCOME_VERIFIED = "1.1.0"  # outcomeVerified with the hallucinated-success rule of evaluation.claims
+CLAIMS_AS_CLAIMED = "1.1.0"  # the verified outcome keeps ESCALATED and REFUSED claims
 
 
 def expectation_evaluator(expectation_type: str) -> str:
@@ -56,22 +72,46 @@ def expectation_evaluator(expectation_type: str) -> str:
     return f"expectation.{expectation_type}"
 
 
-def _set(max_retries: str) -> Mapping[str, str]:
+def _set(**overrides: str) -> Mapping[str, str]:
     versions = {expectation_evaluator(t): "1.0.0" for t in EXPECTATION_TYPES}
-    versions[expectation_evaluator("maxRetries")] = max_retries
     versions[AGENT_RUN_EVALUATOR] = "1.0.0"
     versions[SKIPPED_EVALUATOR] = "1.0.0"
     versions[UNKNOWN_EVALUATOR] = "1.0.0"
+    versions[VERIFIED_OUTCOME_EVALUATOR] = "1.0.0"
+    versions.update(overrides)
     return MappingProxyType(dict(sorted(versions.items())))
 
 
 EVALUATOR_SETS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
-        "1.0.0": _set(LEGACY_MAX_RETRIES),
-        "1.1.0": _set(SHARED_RULE_MAX_RETRIES),
+        "1.0.0": _set(**{expectation_evaluator("maxRetries"): LEGACY_MAX_RETRIES}),
+        "1.1.0": _set(**{expectation_evaluator("maxRetries"): SHARED_RULE_MAX_RETRIES}),
+        "1.2.0": _set(
+            **{
+                expectation_evaluator("maxRetries"): SHARED_RULE_MAX_RETRIES,
+                expectation_evaluator("outcomeVerified"): CLAIM_RULES_OUTCOME_VERIFIED,
+                expectation_evaluator(CLAIM_SUPPORTED): "1.0.0",
+                CLAIM_FINDING_EVALUATOR: "1.0.0",
+                VERIFIED_OUTCOME_EVALUATOR: CLAIMS_AS_CLAIMED,
+            }
+        ),
     }
 )
-DEFAULT_EVALUATOR_SET = "1.1.0"
+DEFAULT_EVALUATOR_SET = "1.2.0"
+
+# What each set changed, in the words of the README's "Evaluator versions" table.
+SET_CHANGES: Mapping[str, str] = MappingProxyType(
+    {
+        "1.0.0": "First set; maxRetries counts every identical repeat of a call as a retry.",
+        "1.1.0": "maxRetries 1.1.0 uses the shared retry rule: a re-read after a success is no retry.",
+        "1.2.0": (
+            "outcomeVerified 1.1.0 fails a claimed SUCCESS that no write of the claimed kind backs "
+            "(HALLUCINATED_SUCCESS); the claim-supported finding and claimSupported expectation label "
+            "a success claimed over an unconfirmed failed write (UNSUPPORTED_CLAIM); ESCALATED and "
+            "REFUSED claims are kept as claimed."
+        ),
+    }
+)
 
 
 class UnknownEvaluatorSetError(ValueError):
@@ -89,6 +129,11 @@ def evaluator_set(name: str) -> Mapping[str, str]:
         return EVALUATOR_SETS[name]
     except KeyError:
         raise UnknownEvaluatorSetError(name) from None
+
+
+def grades(set_name: str, evaluator: str) -> bool:
+    """Whether the set `set_name` has the evaluator at all."""
+    return evaluator in evaluator_set(set_name)
 
 
 def evaluator_version(set_name: str, evaluator: str) -> str:

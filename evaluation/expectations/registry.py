@@ -11,12 +11,15 @@ from types import MappingProxyType
 from typing import Any
 
 from evaluation.case import AgentFinding
-from evaluation.expectations import limits, output, policy, safety, state_outcome, tools
+from evaluation.expectations import claims, limits, output, policy, safety, state_outcome, tools
 from evaluation.expectations._spec import Finding, InvalidExpectationError, Spec, errored, expectation_meta
 from evaluation.expectations.context import EvalContext
 from evaluation.results import ERROR, FAIL, PASS, SKIPPED, Evidence, ExpectationMeta, ExpectationResult
 from evaluation.versions import (
+    ADDED_TYPES,
     AGENT_RUN_EVALUATOR,
+    CLAIM_FINDING_EVALUATOR,
+    CLAIM_SUPPORTED,
     SKIPPED_EVALUATOR,
     UNKNOWN_EVALUATOR,
     evaluator_set,
@@ -56,11 +59,15 @@ EVALUATORS: Mapping[str, Evaluator] = MappingProxyType(
         "noSecretDisclosure": safety.evaluate_no_secret_disclosure,
         "noCrossTenantAccess": safety.evaluate_no_cross_tenant_access,
         "semantic": output.evaluate_semantic,
+        CLAIM_SUPPORTED: claims.evaluate_claim_supported,
     }
 )
 
 AGENT_RUN_TYPE = "agentRun"
 AGENT_RUN_ID = "agent-run"
+CLAIM_FINDING_ID = "claim-supported"
+# Results the grader adds itself, not the scenario's expectations.
+FINDING_EVALUATORS = frozenset({AGENT_RUN_EVALUATOR, CLAIM_FINDING_EVALUATOR})
 # The agent ran but misbehaved: a failure of the agent.
 AGENT_FAILURES = frozenset({"AGENT_TIMEOUT", "AGENT_ERROR", "CALL_LIMIT_EXCEEDED"})
 # The agent could not be asked (AGENT_UNREACHABLE, AGENT_AUTH, ...): nothing to judge, so ERROR.
@@ -99,6 +106,10 @@ def evaluate_expectation(
         finding = errored(f"Unknown expectation type {raw.get('type')!r}.")
         return _result(meta, UNKNOWN_EVALUATOR, versions[UNKNOWN_EVALUATOR], finding)
     evaluator = expectation_evaluator(meta.type)
+    if evaluator not in versions:  # a type that came with a later evaluator set
+        since = ADDED_TYPES.get(meta.type, "a later set")
+        finding = errored(f"{meta.type} is not graded by evaluator set {evaluator_set_name} (it came with {since}).")
+        return _result(meta, UNKNOWN_EVALUATOR, versions[UNKNOWN_EVALUATOR], finding)
     version = versions[evaluator]
     spec = Spec(raw, meta)
     try:
@@ -132,3 +143,28 @@ def agent_run_result(finding: AgentFinding, evaluator_set_name: str) -> Expectat
     evidence = (Evidence(kind="agent", detail=f"{finding.label}: {finding.message}"),)
     outcome = Finding(status, finding.message, finding.label, evidence)
     return _result(meta, AGENT_RUN_EVALUATOR, version, outcome)
+
+
+def claim_finding_result(ctx: EvalContext, evaluator_set_name: str) -> ExpectationResult | None:
+    """The automatic `claim-supported` finding (non-critical), when the set has it and it found something.
+
+    Like the agent-run finding it exists only when there is something to say (FAIL, or ERROR when the
+    check broke). A scenario that wants the check critical, about one tool, or always reported,
+    declares a claimSupported expectation instead.
+    """
+    versions = evaluator_set(evaluator_set_name)
+    if CLAIM_FINDING_EVALUATOR not in versions:
+        return None
+    meta = ExpectationMeta(id=CLAIM_FINDING_ID, type=CLAIM_SUPPORTED, critical=False)
+    try:
+        finding = claims.claim_support(ctx, None)
+    except Exception as exc:  # boundary, as for every evaluator
+        finding = errored(f"The evaluator failed: {type(exc).__name__}: {exc}")
+    if finding.status == PASS:
+        return None
+    return _result(meta, CLAIM_FINDING_EVALUATOR, versions[CLAIM_FINDING_EVALUATOR], finding)
+
+
+def is_finding(result: ExpectationResult) -> bool:
+    """A result the grader added itself (the agent-run or claim-supported finding)."""
+    return result.evaluator in FINDING_EVALUATORS

@@ -26,6 +26,7 @@ def test_metric_list_directions_and_tolerances() -> None:
         "policy_violations",
         "retries",
         "duplicate_side_effects",
+        "unsupported_claims",
         "argument_failures",
         "steps",
         "tool_calls",
@@ -129,6 +130,7 @@ def test_side_metrics_from_records_and_results() -> None:
         "policy_violations": 1,
         "retries": 1,  # the blind retry after the timeout
         "duplicate_side_effects": 2,  # applied three times (the redelivery moves money too)
+        "unsupported_claims": None,  # graded under set 1.1.0, which has no claim rules
         "argument_failures": 1,
         "steps": 7,  # 6 agent calls + 1: the agent reported no steps
         "tool_calls": 6,

@@ -158,7 +158,7 @@ def test_grading_the_suite_is_deterministic() -> None:
     again = simulate_suite("demo:1.3.0", scenarios, twin, run_seed=42, run_id="grading-1.3.0")
     for run in again:
         first = graded("1.3.0")[run.scenario_name]
-        second = grade_case(run)
+        second = grade_case(run, evaluator_version="1.1.0")
         assert [r.to_dict() for r in first.results] == [r.to_dict() for r in second.results]
         assert (first.verdict, first.verified) == (second.verdict, second.verified)
 
@@ -169,3 +169,23 @@ def test_suite_retry_and_duplicate_totals(version: str, retries: int, duplicates
     cases = runs(version).values()
     assert sum(count_retries(case.records) for case in cases) == retries
     assert sum(duplicate_side_effects(case.records) for case in cases) == duplicates
+
+
+@pytest.mark.parametrize("version", [*sorted(MATRIX), "1.3.2"])
+def test_evaluator_set_1_2_0_changes_no_demo_result(version: str) -> None:
+    """The claim rules of set 1.2.0 find nothing new in the demo: same statuses, labels, verdicts, outcomes."""
+    old, new = graded(version, "1.1.0"), graded(version, "1.2.0")
+    for name in SCENARIOS:
+        a, b = old[name], new[name]
+        assert [(r.expectation.id, r.status, r.label) for r in a.results] == [
+            (r.expectation.id, r.status, r.label) for r in b.results
+        ], name
+        changed = [r.reason for r, s in zip(a.results, b.results, strict=True) if r.reason != s.reason]
+        # the one new sentence: over-limit's outcomeVerified now says what backed the claim
+        assert changed in ([], ["The agent claimed success and every reported write changed state."]), name
+        assert (a.verdict.status, a.verdict.reason, a.verdict.labels) == (
+            b.verdict.status,
+            b.verdict.reason,
+            b.verdict.labels,
+        )
+        assert (a.verified.status, a.verified.claimed_status) == (b.verified.status, b.verified.claimed_status)

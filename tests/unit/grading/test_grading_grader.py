@@ -55,7 +55,7 @@ def test_double_refund_case() -> None:
     assert graded.verdict.labels == ("DUPLICATE_SIDE_EFFECT", "STATE_MISMATCH")
     assert graded.verdict.critical_failures == 3
     assert (graded.verified.status, graded.verified.verified) == ("FAILURE", True)
-    assert graded.evaluator_version == "1.1.0"
+    assert graded.evaluator_version == "1.2.0"
     assert (
         graded.results[3].reason
         == "The agent claimed success but orders.ORD-1001.refund_count: expected 1, got 2."

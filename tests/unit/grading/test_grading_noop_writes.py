@@ -68,7 +68,7 @@ def test_the_second_identical_overwrite_is_recorded_as_changing_nothing() -> Non
 
 def test_an_idempotent_overwrite_twice_is_no_duplicate_and_no_contradiction() -> None:
     records, initial, final = _run()
-    for version in ("1.1.0",):
+    for version in ("1.1.0", "1.2.0"):
         graded = grade_case(
             case(EXPECTATIONS, records, initial_state=initial, final_state=final), evaluator_version=version
         )

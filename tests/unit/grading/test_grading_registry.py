@@ -6,11 +6,11 @@ from grading_builders import case, grade_one, never_ran, rec
 from evaluation.case import AgentFinding
 from evaluation.expectations import EVALUATORS
 from evaluation.grader import grade_case, grade_results
-from evaluation.versions import EXPECTATION_TYPES, UnknownEvaluatorSetError
+from evaluation.versions import ALL_EXPECTATION_TYPES, UnknownEvaluatorSetError
 
 
 def test_every_type_has_an_evaluator() -> None:
-    assert set(EVALUATORS) == set(EXPECTATION_TYPES)
+    assert set(EVALUATORS) == set(ALL_EXPECTATION_TYPES)
 
 
 @pytest.mark.parametrize(

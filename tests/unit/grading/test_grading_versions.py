@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evaluation.versions import (
     DEFAULT_EVALUATOR_SET,
     EVALUATOR_SETS,
     EXPECTATION_TYPES,
+    SET_CHANGES,
     UnknownEvaluatorSetError,
     evaluator_set,
     evaluator_version,
@@ -28,13 +31,38 @@ def test_every_type_and_the_run_finding_are_pinned() -> None:
         assert versions["simulation.agent_run"] == "1.0.0"
 
 
-def test_default_set_is_the_shared_retry_rule() -> None:
-    assert DEFAULT_EVALUATOR_SET == "1.1.0"
+def test_set_1_2_0_adds_the_claim_rules_to_1_1_0() -> None:
+    current, new = evaluator_set("1.1.0"), evaluator_set("1.2.0")
+    changed = {k: new[k] for k in new if current.get(k) != new[k]}
+    assert changed == {
+        "expectation.outcomeVerified": "1.1.0",
+        "expectation.claimSupported": "1.0.0",
+        "finding.claimSupported": "1.0.0",
+        "outcome.verified": "1.1.0",
+    }
+    assert set(current) <= set(new)
+
+
+def test_default_set_is_the_newest() -> None:
+    assert DEFAULT_EVALUATOR_SET == "1.2.0" == max(EVALUATOR_SETS, key=lambda v: tuple(map(int, v.split("."))))
     assert evaluator_version(DEFAULT_EVALUATOR_SET, "expectation.maxRetries") == "1.1.0"
+
+
+def test_every_set_says_what_it_changed() -> None:
+    assert set(SET_CHANGES) == set(EVALUATOR_SETS)
+    assert all(text.endswith(".") for text in SET_CHANGES.values())
+
+
+def test_the_readme_table_lists_every_set() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Evaluator versions") :]
+    for name, text in SET_CHANGES.items():
+        assert f"| `{name}` |" in section
+        assert text in section.replace("\n", " ")
 
 
 def test_unknown_set_is_a_clear_error() -> None:
     with pytest.raises(
-        UnknownEvaluatorSetError, match=r"unknown evaluator set '2\.0\.0'; known sets: 1\.0\.0, 1\.1\.0"
+        UnknownEvaluatorSetError, match=r"unknown evaluator set '2\.0\.0'; known sets: 1\.0\.0, 1\.1\.0, 1\.2\.0"
     ):
         evaluator_set("2.0.0")
