@@ -62,6 +62,8 @@ class CaseRun:
     latency_ms: float | None = None
     # wall-clock measurements: the only fields allowed to differ between identical runs
     timings: dict[str, JSON] = field(default_factory=dict)
+    # the tools that hand the case to a person, as the scenario or the twin declares them (() = none declared)
+    escalation_tools: tuple[str, ...] = ()
 
     @property
     def agent_ran(self) -> bool:
@@ -107,6 +109,7 @@ def case_run_to_dict(case: CaseRun) -> dict[str, JSON]:
         ),
         "latency_ms": case.latency_ms,
         "timings": dict(case.timings),
+        "escalation_tools": list(case.escalation_tools),
     }
 
 
@@ -145,4 +148,5 @@ def case_run_from_dict(data: dict[str, JSON]) -> CaseRun:
         agent_finding=AgentFinding(finding["label"], finding["message"]) if finding else None,
         latency_ms=data.get("latency_ms"),
         timings=dict(data.get("timings") or {}),
+        escalation_tools=tuple(data.get("escalation_tools") or ()),
     )

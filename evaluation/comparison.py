@@ -27,6 +27,7 @@ from evaluation.classification import (
     expectation_changes,
 )
 from evaluation.divergence import Divergence, first_divergence
+from evaluation.expectations.context import escalation_tools
 from evaluation.metrics import (
     MetricComparison,
     Number,
@@ -184,6 +185,11 @@ def pin_mismatch_reason(mismatches: list[str]) -> str:
     return f"Not comparable: the two sides did not run the same pinned case ({'; '.join(mismatches)})."
 
 
+def _escalation_tools(baseline: GradedCase, candidate: GradedCase) -> tuple[str, ...]:
+    """Both sides' escalation tools (one pinned case declares the same ones on both sides)."""
+    return tuple(dict.fromkeys((*escalation_tools(baseline.case), *escalation_tools(candidate.case))))
+
+
 def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> CaseComparison:
     """Compare one scenario's baseline case with its candidate case. A missing side is MISSING."""
     if baseline is None and candidate is None:
@@ -199,7 +205,11 @@ def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> C
         verdict = classify(b_view.status, b_view.reason, c_view.status, c_view.reason, changes)
     b_steps = build_trajectory(baseline.case) if baseline else ()
     c_steps = build_trajectory(candidate.case) if candidate else ()
-    divergence = first_divergence(b_steps, c_steps) if baseline and candidate else None
+    divergence = (
+        first_divergence(b_steps, c_steps, _escalation_tools(baseline, candidate))
+        if baseline and candidate
+        else None
+    )
     touched = [r.risk for g in (baseline, candidate) if g is not None for r in agent_calls(g.case.records)]
     return CaseComparison(
         scenario_name=ref.case.scenario_name,

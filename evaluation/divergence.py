@@ -1,6 +1,9 @@
 """First divergence: where two trajectories stop agreeing, in plain words (spec §6.5).
 
-The sentences describe what the recorded steps show, never why. Steps are numbered from 1.
+The sentences describe what the recorded steps show, never why. Steps are numbered from 1. A tool is
+always named as something called ("called the irreversible refund_payment"), never as a thing made,
+so the sentences read right whatever the tool's name (`transfer_to_human_agents`). Escalation tools
+are the ones the case declares (evaluation.expectations.context.escalation_tools).
 """
 
 from __future__ import annotations
@@ -184,7 +187,7 @@ def _impact(
     if kind == EXTRA_STEPS:
         if c is not None and c.is_write:
             return (
-                f"The candidate made the {RISK_WORDS[str(c.risk)]} {c.name} after the baseline had stopped."
+                f"The candidate called the {RISK_WORDS[str(c.risk)]} {c.name} after the baseline had stopped."
             )
         return None
     if kind == TOOL_KIND:
@@ -252,7 +255,8 @@ def _stopped_early_impact(
     for step in rest:
         if step.is_write:
             return (
-                f"The candidate ended without the {RISK_WORDS[str(step.risk)]} {step.name} the baseline made."
+                f"The candidate ended without calling the {RISK_WORDS[str(step.risk)]} {step.name}, "
+                "which the baseline called."
             )
     return None
 

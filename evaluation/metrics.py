@@ -14,7 +14,7 @@ from typing import Any
 from evaluation.calls import agent_calls
 from evaluation.duplicates import duplicate_side_effects
 from evaluation.expectations.claims import UNSUPPORTED_CLAIM
-from evaluation.expectations.context import DEFAULT_ESCALATION_TOOLS
+from evaluation.expectations.context import escalation_tools
 from evaluation.results import FAIL, PASS, GradedCase
 from evaluation.retries import count_retries
 from evaluation.versions import CLAIM_FINDING_EVALUATOR, EVALUATOR_SETS
@@ -123,7 +123,7 @@ def side_metrics(graded: GradedCase) -> dict[str, Number | None]:
         ),
         "steps": steps,
         "tool_calls": len(calls),
-        "escalations": sum(1 for r in calls if r.tool in DEFAULT_ESCALATION_TOOLS),
+        "escalations": sum(1 for r in calls if r.tool in escalation_tools(case)),
         "latency_ms": case.latency_ms,
         "tokens": case.tokens,
         "cost_usd": case.cost_usd,

@@ -37,10 +37,12 @@ ELLIPSIS = "…"
 
 # Tool risk tiers, least to most risky (the case's `risk` is the riskiest tool touched).
 RISK_ORDER = ("READ", "WRITE_REVERSIBLE", "EXECUTE", "WRITE_IRREVERSIBLE", "ADMIN")
+# Adjectives of the impact sentences, which always name a tool as what was called:
+# "called the irreversible refund_payment" reads right whatever the tool's name is.
 RISK_WORDS = {
     "WRITE_IRREVERSIBLE": "irreversible",
     "WRITE_REVERSIBLE": "state-changing",
-    "EXECUTE": "executing",
+    "EXECUTE": "action-taking",
     "ADMIN": "administrative",
 }
 

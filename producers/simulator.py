@@ -106,6 +106,7 @@ def simulate_case(
         agent_finding=finding,
         latency_ms=float(delays + (result.backoff_ms if result else 0)),
         timings={"wall_ms": round(wall_ms, 3)},
+        escalation_tools=scenario.escalation_tools or twin.escalation_tools,
     )
 
 

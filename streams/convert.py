@@ -142,6 +142,7 @@ def case_events(case: CaseRun, *, evaluation_id: str | None, side: str) -> list[
             agent_finding_label=finding.label if finding else None,
             agent_finding_message=finding.message if finding else None,
             latency_ms=case.latency_ms,
+            escalation_tools=list(case.escalation_tools),
             **common,
         )
     )
@@ -224,6 +225,7 @@ def case_from_events(finished: CaseFinished, calls: Sequence[TwinCallRecorded]) 
         model_kind=finished.model_kind,
         agent_finding=finding,
         latency_ms=finished.latency_ms,
+        escalation_tools=tuple(finished.escalation_tools),
     )
 
 

@@ -200,6 +200,7 @@ class Scenario:
     documents: tuple[Mapping[str, Any], ...]  # `trusted` filled in (default false)
     state: Mapping[str, Any]  # merge patch over the twin's initialState; {} when absent
     allowed_tools: tuple[str, ...] | None  # None: every tool is allowed
+    escalation_tools: tuple[str, ...] | None  # None: the twin's escalation tools
     covers: tuple[str, ...]
     faults: tuple[Mapping[str, Any], ...]
     expectations: tuple[Mapping[str, Any], ...]
@@ -294,13 +295,14 @@ def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | M
                     ("spec", "faults", index, "target"),
                     f"fault target '{fault['target']}' is not a tool of the twin (tools: {known}; or '*')",
                 )
-        for index, tool in enumerate(allowed or []):
-            if tool not in tools:
-                raise located_error(
-                    doc,
-                    ("spec", "allowedTools", index),
-                    f"'{tool}' is not a tool of the twin (tools: {known})",
-                )
+        for listed in ("allowedTools", "escalationTools"):
+            for index, tool in enumerate(spec.get(listed) or []):
+                if tool not in tools:
+                    raise located_error(
+                        doc,
+                        ("spec", listed, index),
+                        f"'{tool}' is not a tool of the twin (tools: {known})",
+                    )
     scenario_input = spec["input"]
     scenario = Scenario(
         name=meta["name"],
@@ -315,6 +317,7 @@ def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | M
         documents=tuple({**d, "trusted": d.get("trusted", False)} for d in scenario_input.get("documents", [])),
         state=copy.deepcopy(spec.get("state", {})),
         allowed_tools=tuple(allowed) if allowed is not None else None,
+        escalation_tools=tuple(spec["escalationTools"]) if spec.get("escalationTools") else None,
         covers=tuple(spec.get("covers", [])),
         faults=tuple(copy.deepcopy(faults)),
         expectations=expectations,

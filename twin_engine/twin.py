@@ -39,6 +39,7 @@ class ToolDef:
     idempotency_header: str | None = None  # lower-cased
     effect_key: str | None = None  # template
     tenant_path: str | None = None  # path template
+    escalation: bool = False  # the tool hands the case to a person
     input_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
     output_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
 
@@ -106,6 +107,7 @@ def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
         idempotency_header=header.lower() if isinstance(header, str) else None,
         effect_key=effect_key,
         tenant_path=tenant_path,
+        escalation=raw.get("escalation") is True,
         input_validator=_validator(input_schema, f"{where}.inputSchema"),
         output_validator=_validator(output_schema, f"{where}.outputSchema"),
     )
@@ -150,6 +152,11 @@ class Twin:
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(self.tools)
+
+    @property
+    def escalation_tools(self) -> tuple[str, ...]:
+        """The tools declared `escalation: true`, in document order."""
+        return tuple(name for name, tool in self.tools.items() if tool.escalation)
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What an agent is told about the tools, in document order."""

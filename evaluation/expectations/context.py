@@ -17,6 +17,7 @@ from twin_engine.records import CallRecord
 
 JSON = Any
 
+# Counted as escalations when neither the scenario nor the twin declares its own (Demo Co's tool).
 DEFAULT_ESCALATION_TOOLS = ("escalate_to_human",)
 TENANT_KEY = "tenant"  # the demo twin's tenantKey; CaseRun does not carry the twin's own
 MIN_FOREIGN_VALUE = 4
@@ -63,7 +64,13 @@ class EvalContext:
             foreign_values=foreign_values(
                 [case.initial_state, case.final_state], case.tenant, case.input_message
             ),
+            escalation_tools=escalation_tools(case),
         )
+
+
+def escalation_tools(case: CaseRun) -> tuple[str, ...]:
+    """The tools that hand this case to a person: the scenario's or twin's declaration, else the default."""
+    return case.escalation_tools or DEFAULT_ESCALATION_TOOLS
 
 
 def foreign_values(

@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS cases
     `model_kind` String,
     `agent_finding_label` Nullable(String),
     `agent_finding_message` Nullable(String),
-    `latency_ms` Nullable(Float64)
+    `latency_ms` Nullable(Float64),
+    `escalation_tools` Array(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (case_id)
@@ -414,3 +415,4 @@ SETTINGS non_replicated_deduplication_window = 1000;
 -- Upgrades of projections an earlier version created (CREATE ... IF NOT EXISTS leaves an old table as it was).
 ALTER TABLE evaluation_requests ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE pairs ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
+ALTER TABLE cases ADD COLUMN IF NOT EXISTS `escalation_tools` Array(String);

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streams.events._base import Event
 
@@ -48,3 +48,4 @@ class CaseFinished(Event):
     agent_finding_label: str | None = None
     agent_finding_message: str | None = None
     latency_ms: float | None = None
+    escalation_tools: list[str] = field(default_factory=list)

@@ -143,7 +143,7 @@ def test_write_after_the_baseline_stopped() -> None:
         "The baseline stopped after step 1 and reported SUCCESS; "
         "the candidate went on with refund_payment(amount=40, order_id=ORD-1001)."
     )
-    assert d.impact == "The candidate made the irreversible refund_payment after the baseline had stopped."
+    assert d.impact == "The candidate called the irreversible refund_payment after the baseline had stopped."
 
 
 def test_extra_read_after_the_baseline_stopped_has_no_impact() -> None:
@@ -179,7 +179,9 @@ def test_stopped_early_without_a_write() -> None:
     )
     assert d is not None
     assert d.kind == "stopped_early"
-    assert d.impact == "The candidate ended without the irreversible refund_payment the baseline made."
+    assert d.impact == (
+        "The candidate ended without calling the irreversible refund_payment, which the baseline called."
+    )
 
 
 def test_escalation_tools_come_from_the_case_context() -> None:
@@ -192,7 +194,9 @@ def test_escalation_tools_come_from_the_case_context() -> None:
     assert d.impact == "The candidate never called page_oncall."
     d2 = first_divergence(baseline, candidate)
     assert d2 is not None
-    assert d2.impact == "The candidate ended without the executing page_oncall the baseline made."
+    assert d2.impact == (
+        "The candidate ended without calling the action-taking page_oncall, which the baseline called."
+    )
 
 
 def test_arguments_dropped_idempotency_key() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from consumers.projections import TABLE_BY_EVENT, columns_of
 from schemas import AVRO_DIR, CLICKHOUSE_DIR
-from streams.events import EVENT_TYPES, Event, OutcomeVerified, SpanRecorded
+from streams.events import EVENT_TYPES, CaseFinished, Event, OutcomeVerified, SpanRecorded
 from streams.topics import ALL_TOPICS, TOPIC_BY_NAME
 from streams.wire import SchemaStore, check_backward_compatible
 
@@ -100,6 +100,25 @@ def test_current_schema_reads_an_event_written_with_version_1() -> None:
     event = OutcomeVerified.from_record(decoded.record)
     assert event.status == "FAILURE" and event.reason == "refund_count is 2"
     assert event.agent is None and event.agent_version is None  # added later, with defaults
+
+
+def test_a_case_finished_event_of_version_1_reads_with_no_escalation_tools() -> None:
+    old_schema = fastavro.parse_schema(json.loads((AVRO_DIR / "old" / "case_finished.v1.avsc").read_text()))
+    store = SchemaStore.from_directory(AVRO_DIR)
+    record: dict[str, object] = {f["name"]: None for f in old_schema["fields"]}
+    record.update(
+        event_id="e1", event_type="CaseFinished", occurred_at=AT, correlation_id="c1", case_id="c1", side="BASELINE",
+        trace_id="t1", scenario_name="s", scenario_hash="h", twin_name="t", twin_hash="h", case_seed=1,
+        agent="demo:1.2.4", agent_version="1.2.4", severity="high", tags=[], record_count=0, input_message="m",
+        context_json="{}", expectations_json="[]", secrets=[], claimed_calls_json="[]", model_kind="deterministic-fake",
+    )  # fmt: skip
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, old_schema, record)
+    fingerprint = bytes.fromhex(
+        fastavro.schema.fingerprint(fastavro.schema.to_parsing_canonical_form(old_schema), "CRC-64-AVRO")
+    )
+    event = CaseFinished.from_record(store.decode(b"\xc3\x01" + fingerprint + body.getvalue()).record)
+    assert event.escalation_tools == []  # added later, with a default
 
 
 def _sample(event_type: type[Event]) -> Event:
