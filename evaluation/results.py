@@ -16,6 +16,9 @@ ERROR = "ERROR"
 SKIPPED = "SKIPPED"
 RESULT_STATUSES = (PASS, FAIL, ERROR, SKIPPED)
 
+# The label of a SKIPPED result whose judge looked and could not decide: the case can never pass on it.
+JUDGE_UNDECIDED = "JUDGE_UNDECIDED"
+
 PASSED = "PASSED"
 FAILED = "FAILED"
 ERRORED = "ERRORED"

@@ -1,7 +1,9 @@
 """Semantic grading: a judge replaces the SKIPPED `semantic` results of one side of a case.
 
 PASS needs the judge's label `pass` AND a score at or above the threshold. A judge that cannot answer
-(error, refusal, garbage, too slow) gives ERROR with no score: never a zero, never a default pass.
+(error, refusal, garbage, too slow) gives ERROR with no score: never a zero, never a default pass. A
+judge that answers it cannot decide (the offline judge, `undecided`) gives SKIPPED with the label
+JUDGE_UNDECIDED and no score; the verdict never counts such a case as passed (evaluation.verdict).
 Deterministic results are never touched; the side's verdict and verified outcome are recomputed.
 """
 
@@ -17,10 +19,20 @@ from evaluation.judges.budget import JudgeBudget
 from evaluation.judges.cache import VerdictCache, cache_key
 from evaluation.judges.calling import DEFAULT_SEMANTIC_TIMEOUT_S, JudgeFailure, ask_judge
 from evaluation.judges.contract import KIND_FAKE, LABEL_PASS, Judge, JudgeIdentity, JudgeVerdict
+from evaluation.judges.errors import UNDECIDED
 from evaluation.judges.fake import NOT_A_LANGUAGE_MODEL
 from evaluation.judges.material import build_request
 from evaluation.outcome import verified_outcome
-from evaluation.results import ERROR, FAIL, PASS, SKIPPED, Evidence, ExpectationResult, GradedCase
+from evaluation.results import (
+    ERROR,
+    FAIL,
+    JUDGE_UNDECIDED,
+    PASS,
+    SKIPPED,
+    Evidence,
+    ExpectationResult,
+    GradedCase,
+)
 from evaluation.verdict import case_verdict
 
 JSON = Any
@@ -171,6 +183,15 @@ class _Grader:
                     details=details,
                 )
             outcome = ask_judge(self.judge, request, self.timeout_s)
+            if isinstance(outcome, JudgeFailure) and outcome.kind == UNDECIDED:
+                self.budget.charge(0.0 if not self.identity.is_language_model else None)
+                return result(
+                    SKIPPED,
+                    f"Not decided: the judge could not tell ({outcome.message}).",
+                    label=JUDGE_UNDECIDED,
+                    evidence=(config,),
+                    details=details,
+                )
             if isinstance(outcome, JudgeFailure):
                 self.budget.charge(None)  # the call was made; what it cost is unknown
                 details["error_kind"] = outcome.kind

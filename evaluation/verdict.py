@@ -2,8 +2,9 @@
 
 - FAILED when anything failed; the reason is the first critical failure's (else the first
   failure's), plus " (+N more failed expectation(s))".
-- Else ERRORED when anything errored, a critical expectation was skipped, the scenario has no
-  expectations, or nothing was evaluated. An ERRORED case is never a pass and never a zero.
+- Else ERRORED when anything errored, a critical expectation was skipped, a judge could not decide
+  (a SKIPPED result labelled JUDGE_UNDECIDED), the scenario has no expectations, or nothing was
+  evaluated. An ERRORED case is never a pass and never a zero.
 - Else PASSED: "All N evaluated expectation(s) passed." + " M were skipped."
 """
 
@@ -17,6 +18,7 @@ from evaluation.results import (
     ERRORED,
     FAIL,
     FAILED,
+    JUDGE_UNDECIDED,
     PASS,
     PASSED,
     SKIPPED,
@@ -43,6 +45,10 @@ def case_verdict(results: Sequence[ExpectationResult], evaluator_version: str) -
         status, reason = FAILED, first.reason + _more(len(fails) - 1, "failed")
     elif errors:
         status, reason = ERRORED, errors[0].reason + _more(len(errors) - 1, "errored")
+    elif undecided := [r for r in skips if r.label == JUDGE_UNDECIDED]:
+        first = undecided[0]
+        extra = _more(len(undecided) - 1, "undecided")
+        status, reason = ERRORED, f"Expectation {first.expectation.id} was not decided: {first.reason}{extra}"
     elif all(is_finding(r) for r in results):  # the grader's own findings are no expectations
         status, reason = ERRORED, "The scenario has no expectations."
     elif critical_skips := [r for r in skips if r.expectation.critical]:

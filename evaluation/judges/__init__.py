@@ -2,9 +2,11 @@
 the verdict cache, the per-run budget and configuration-driven selection.
 
 - contract: Judge, JudgeIdentity, JudgeRequest, JudgeVerdict, EvidenceQuote
-- errors: JudgeError (unavailable, rate_limited, timeout, rejected, malformed, refused), JudgeConfigError
+- errors: JudgeError (unavailable, rate_limited, timeout, rejected, malformed, refused, undecided),
+  JudgeConfigError
 - material / prompt / verdicts: what a judge is shown, the prompt and its hash, checks on receipt
-- fake (KeywordOverlapJudge), anthropic (AnthropicJudge), openai_compat (OpenAICompatibleJudge)
+- fake (OfflineJudge, the default without a model key), anthropic (AnthropicJudge),
+  openai_compat (OpenAICompatibleJudge); agreement: a judge against labelled triples
 - cache (VerdictCache, cache_key), budget (JudgeBudget), settings (JudgeSettings, judge_from_settings)
 """
 
@@ -22,7 +24,7 @@ from evaluation.judges.contract import (
     ShownToolCall,
 )
 from evaluation.judges.errors import JUDGE_ERROR_KINDS, JudgeConfigError, JudgeError
-from evaluation.judges.fake import KeywordOverlapJudge
+from evaluation.judges.fake import KeywordOverlapJudge, OfflineJudge
 from evaluation.judges.material import build_request
 from evaluation.judges.prompt import CRITERIA, PROMPT_SHA256, criterion_for
 from evaluation.judges.settings import JudgeSettings, judge_from_settings
@@ -44,6 +46,7 @@ __all__ = [
     "JudgeSettings",
     "JudgeVerdict",
     "KeywordOverlapJudge",
+    "OfflineJudge",
     "ShownToolCall",
     "VerdictCache",
     "build_request",

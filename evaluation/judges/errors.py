@@ -8,7 +8,10 @@ TIMEOUT = "timeout"
 REJECTED = "rejected"
 MALFORMED = "malformed"
 REFUSED = "refused"
-JUDGE_ERROR_KINDS = (UNAVAILABLE, RATE_LIMITED, TIMEOUT, REJECTED, MALFORMED, REFUSED)
+# The judge looked and could not decide (the offline judge, where text matching cannot tell):
+# graded SKIPPED with label JUDGE_UNDECIDED, never a score, never a pass of the case.
+UNDECIDED = "undecided"
+JUDGE_ERROR_KINDS = (UNAVAILABLE, RATE_LIMITED, TIMEOUT, REJECTED, MALFORMED, REFUSED, UNDECIDED)
 
 
 class JudgeError(Exception):

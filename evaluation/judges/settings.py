@@ -23,7 +23,7 @@ from evaluation.judges.budget import DEFAULT_MAX_CALLS, DEFAULT_MAX_COST_USD, Ju
 from evaluation.judges.calling import DEFAULT_SEMANTIC_TIMEOUT_S
 from evaluation.judges.contract import Judge
 from evaluation.judges.errors import JudgeConfigError
-from evaluation.judges.fake import KeywordOverlapJudge
+from evaluation.judges.fake import OfflineJudge
 from evaluation.judges.openai_compat import OpenAICompatibleJudge
 from evaluation.judges.pricing import Prices
 
@@ -65,7 +65,7 @@ def _secret(value: SecretStr | None) -> str | None:
 def judge_from_settings(settings: JudgeSettings, *, sleep: Sleep = time.sleep) -> Judge:
     """The configured judge; JudgeConfigError says exactly what is missing for a real provider."""
     if settings.provider == "fake":
-        return KeywordOverlapJudge()
+        return OfflineJudge()
     if settings.provider == "anthropic":
         key = _secret(settings.api_key) or _secret(settings.anthropic_api_key)
         if key is None:
