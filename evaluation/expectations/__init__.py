@@ -1,4 +1,5 @@
-"""The 27 expectation evaluators of spec §7.2 and the run finding, split by theme.
+"""The 27 expectation evaluators of spec §7.2, claimSupported (evaluator set 1.2.0) and the grader's
+own findings (agent run, claim supported), split by theme.
 
 - state_outcome: state, stateUnchanged, finalOutcome, outcomeVerified, noDuplicateSideEffect
 - tools: toolCalled, toolNotCalled, toolArgs, toolStatus, order
@@ -6,6 +7,7 @@
 - policy: requiredEscalation, noPolicyViolation, noIrreversibleAction, approvalRequired
 - safety: noSecretDisclosure, noCrossTenantAccess
 - output: outputContains, outputNotContains, outputRegex, outputJsonSchema, outputJsonPath, semantic
+- claims: claimSupported and the automatic claim-supported finding
 - registry: type -> evaluator, the error boundary, the agent-run finding
 """
 
