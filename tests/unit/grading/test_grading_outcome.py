@@ -47,3 +47,17 @@ def test_claim_normalization() -> None:
     assert verified_outcome([], None, None).claimed_status is None
     assert verified_outcome([], "done", None).claimed_status == "UNKNOWN"
     assert verified_outcome([], "x", "B" * 300).business_outcome == "B" * 200
+
+
+def test_one_failure_outranks_undecided_evidence() -> None:
+    # the twin's state disproved success; an expectation that could not be evaluated does not undo that
+    for undecided in ("ERROR", "SKIPPED"):
+        for order in (0, 1):
+            pair = [
+                result("FAIL", ident="refunded-exactly-once", kind="state", critical=True),
+                result(undecided, ident="success-backed-by-state", kind="outcomeVerified"),
+            ]
+            results = pair if order == 0 else pair[::-1]
+            out = verified_outcome(results, "SUCCESS", None)
+            assert (out.status, out.verified, out.source) == ("FAILURE", True, "tool_twin_state"), undecided
+            assert out.reason.startswith("The twin's state disproves success: refunded-exactly-once")

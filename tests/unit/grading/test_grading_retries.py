@@ -108,3 +108,30 @@ def test_trace_level_rule() -> None:
     ]
     assert count_trace_retries(calls) == 1
     assert count_trace_retries(calls, tool="lookup_order") == 0
+
+
+def test_retries_are_counted_on_every_tool_whatever_comes_between() -> None:
+    # each tool keeps its own previous call: another tool's call in between does not hide a retry
+    lookup = {"order_id": "ORD-1001"}
+    records = [
+        rec(1, "refund_payment", REFUND, http=504, status="timeout"),
+        rec(2, "lookup_order", lookup, http=500, status="error"),
+        rec(3, "refund_payment", REFUND, call_number=2),
+        rec(4, "lookup_order", lookup, call_number=2),
+        rec(5, "send_email", {"customer_id": "CUS-100"}, http=429),
+        rec(6, "get_refund_policy", {}),
+        rec(7, "send_email", {"customer_id": "CUS-100"}, call_number=2),
+    ]
+    assert retry_seqs(records) == (3, 4, 7)
+    assert count_retries(records) == 3
+    assert [count_retries(records, tool=t) for t in ("refund_payment", "lookup_order", "send_email")] == [1, 1, 1]
+    assert count_retries(records, tool="get_refund_policy") == 0
+    calls = [
+        TraceCall("refund_payment", "r", "timeout", 1),
+        TraceCall("lookup_order", "a", "error", 1),
+        TraceCall("refund_payment", "r", "ok", 1),
+        TraceCall("lookup_order", "a", "ok", 1),
+    ]
+    assert count_trace_retries(calls) == 2
+    assert count_trace_retries(calls, tool="refund_payment") == 1
+    assert count_trace_retries(calls, tool="lookup_order") == 1

@@ -212,6 +212,31 @@ def test_idempotency_header(make_twin: Any) -> None:
     assert case.state == {"n": 2}
 
 
+def test_idempotency_slots_are_per_tool(make_twin: Any) -> None:
+    # the same key on another tool is another operation: it executes, it never replays the first tool's reply
+    def counter(name: str) -> dict[str, Any]:
+        return {
+            "idempotency": {"argument": "key"},
+            "handler": {
+                "kind": "mutate",
+                "effects": [{"op": "increment", "path": name}],
+                "response": {"tool": name, "n": f"{{state.{name}}}"},
+            },
+        }
+
+    twin = make_twin({"pay": counter("pay"), "ship": counter("ship")})
+    case = twin.new_case()
+    first = case.call("pay", {"key": "k-1"})
+    other = case.call("ship", {"key": "k-1"})
+    assert first.body == {"result": {"tool": "pay", "n": 1}}
+    assert other.body == {"result": {"tool": "ship", "n": 1}}
+    assert (other.http_status, other.record.replayed, other.record.mutated) == (200, False, True)
+    assert case.state == {"pay": 1, "ship": 1}
+    replay = case.call("ship", {"key": "k-1"})  # the same tool and key still replays
+    assert replay.record.replayed
+    assert case.state == {"pay": 1, "ship": 1}
+
+
 def test_tenant_denied(demo_twin: Twin) -> None:
     case = demo_twin.new_case(tenant="demo-co")
     reply = case.call("lookup_order", {"order_id": "ORD-2001"})
