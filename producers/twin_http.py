@@ -9,6 +9,7 @@ module only puts the reply on the wire, including the transport faults (§3.2) a
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import threading
 import time
@@ -17,18 +18,18 @@ from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from producers.http_wire import BodyError, JsonHandler, read_json_object
+from producers.http_wire import BodyError, JsonHandler
 from twin_engine.canonical import canonical_bytes
 
 if TYPE_CHECKING:
-    from twin_engine.case import TwinCase
+    from twin_engine.case import KbAnswer, TwinCase
     from twin_engine.replies import TwinReply
 
 JSON = Any
 PREFIX = "/twin/v1"
 DEFAULT_MAX_CALLS_PER_CASE = 200
 DEFAULT_MAX_FAULT_DELAY_MS = 30_000
-MAX_BODY_BYTES = 1 << 20  # the engine itself refuses arguments over 256 KiB, with a record
+MAX_BODY_BYTES = 1 << 20  # refused with 413 and a record; the engine itself refuses arguments over 256 KiB
 # Never handed to the engine: credentials and hop-by-hop headers (spec §2.11).
 DROPPED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "connection", "host"})
 
@@ -45,7 +46,8 @@ class CaseUsage:
 
     calls: int  # requests that reached the engine (tool calls and KB searches)
     refused_over_limit: int  # requests refused with CALL_LIMIT_EXCEEDED
-    twin_errors: tuple[str, ...]  # engine failures (bugs): the case must be ERRORED, never judged
+    twin_errors: tuple[str, ...]  # engine failures (bugs), each recorded on the case as a 500 TWIN_ERROR call
+    unrecorded_twin_errors: int = 0  # failures the twin could not even record: the case's evidence is incomplete
 
 
 @dataclass
@@ -55,6 +57,7 @@ class _OpenCase:
     calls: int = 0
     refused: int = 0
     twin_errors: list[str] = field(default_factory=list)
+    unrecorded: int = 0
 
     @property
     def closed(self) -> bool:
@@ -65,6 +68,22 @@ class _Refused(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+def parse_arguments(body: bytes) -> tuple[Any, BodyError | None]:
+    """The JSON value of a tool call's body (an empty body is `{}`), or why it cannot be read.
+
+    Any JSON value goes to the engine, whose gate refuses (and records) what is not an object or is
+    over a limit; JSON nested past what the parser takes is refused here, and recorded too.
+    """
+    if not body.strip():
+        return {}, None
+    try:
+        return json.loads(body), None
+    except RecursionError:
+        return None, BodyError("The arguments are nested too deeply to read.", code="ARGUMENTS_TOO_DEEP")
+    except (UnicodeDecodeError, ValueError):
+        return None, BodyError("The body is not valid JSON.")
 
 
 def _token_hash(token: str) -> str:
@@ -136,7 +155,7 @@ class TwinEndpoint:
             raise KeyError("unknown case token")
         with case.lock:
             case.twin_case = None
-            return CaseUsage(case.calls, case.refused, tuple(case.twin_errors))
+            return CaseUsage(case.calls, case.refused, tuple(case.twin_errors), case.unrecorded)
 
     # ------------------------------------------------------------ requests (called by the handler)
 
@@ -160,31 +179,46 @@ class TwinEndpoint:
         case.calls += 1
         return case.twin_case
 
-    def _twin_failure(self, case: _OpenCase, exc: Exception) -> _Refused:
+    def _twin_failure(self, case: _OpenCase, twin_case: TwinCase, tool: str, exc: Exception) -> TwinReply:
+        """A failure outside the engine's own boundary: recorded on the case as a 500 TWIN_ERROR call."""
         case.twin_errors.append(f"{type(exc).__name__}: {exc}")
-        return _Refused(500, "TWIN_ERROR", "The twin failed while handling this call.")
-
-    def call_tool(self, authorization: str | None, tool: str, body: bytes, headers: dict[str, str]) -> TwinReply:
-        case = self._case_for(authorization)
+        message = f"The twin failed while handling this call ({type(exc).__name__})."
         try:
-            arguments = read_json_object(body)
-        except BodyError as exc:
-            raise _Refused(400, "INVALID_BODY", exc.message) from None
+            return twin_case.refuse(tool, 500, "TWIN_ERROR", message)
+        except Exception:  # boundary: the twin cannot even record; the case's evidence is incomplete
+            case.unrecorded += 1
+            raise _Refused(500, "TWIN_ERROR", "The twin failed while handling this call.") from exc
+
+    def call_tool(
+        self,
+        authorization: str | None,
+        tool: str,
+        body: bytes,
+        headers: dict[str, str],
+        refused: BodyError | None = None,
+    ) -> TwinReply:
+        """One tool call. A body the endpoint refused (`refused`) or cannot parse is recorded on the case."""
+        case = self._case_for(authorization)
+        arguments, problem = (None, refused) if refused is not None else parse_arguments(body)
         with case.lock:  # calls of one case are applied one at a time, in arrival order
             twin_case = self._admit(case)
             try:
+                if problem is not None:
+                    return twin_case.refuse(tool, problem.status, problem.code, problem.message)
                 return twin_case.call(tool, arguments, headers=headers, role="agent")
             except Exception as exc:  # boundary: a twin bug is recorded on the case, never hidden
-                raise self._twin_failure(case, exc) from exc
+                return self._twin_failure(case, twin_case, tool, exc)
 
-    def search_kb(self, authorization: str | None, query: str, limit: int) -> list[dict[str, JSON]]:
+    def search_kb(self, authorization: str | None, query: str, limit: object) -> KbAnswer:
         case = self._case_for(authorization)
         with case.lock:
             twin_case = self._admit(case)
             try:
-                return twin_case.search_kb(query, limit=limit)
-            except Exception as exc:  # boundary, as in call_tool
-                raise self._twin_failure(case, exc) from exc
+                return twin_case.search_kb_checked(query, limit)
+            except Exception as exc:  # boundary: a KB failure is no call; the case keeps its other records
+                case.twin_errors.append(f"{type(exc).__name__}: {exc}")
+                case.unrecorded += 1
+                raise _Refused(500, "TWIN_ERROR", "The twin failed while handling this search.") from exc
 
     def fault_sleep_s(self, delay_ms: int) -> float:
         return max(0, min(delay_ms, self.max_fault_delay_ms)) / 1000.0
@@ -208,13 +242,16 @@ class _EndpointHandler(JsonHandler):
             self.send_error_json(404, "NOT_FOUND", "No such route.")
             return
         tool = unquote(path[len(f"{PREFIX}/tools/") :])
+        authorization = self.headers.get("Authorization")
         try:
-            body = self.read_body()
+            self.server.endpoint._case_for(authorization)  # a stranger's body is not read, nor recorded
+            refused: BodyError | None = None
+            try:
+                body = self.read_body()
+            except BodyError as exc:
+                body, refused = b"", exc
             forwarded = {k.lower(): v for k, v in self.headers.items() if k.lower() not in DROPPED_HEADERS}
-            reply = self.server.endpoint.call_tool(self.headers.get("Authorization"), tool, body, forwarded)
-        except BodyError as exc:
-            self.send_error_json(exc.status, exc.code, exc.message)
-            return
+            reply = self.server.endpoint.call_tool(authorization, tool, body, forwarded, refused)
         except _Refused as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return
@@ -230,15 +267,16 @@ class _EndpointHandler(JsonHandler):
         query = parse_qs(parts.query)
         text = (query.get("q") or [""])[0]
         raw_limit = (query.get("limit") or ["3"])[0]
+        limit: object = int(raw_limit) if raw_limit.strip().lstrip("-").isdigit() and len(raw_limit) < 10 else raw_limit
         try:
-            if not raw_limit.strip().lstrip("-").isdigit():
-                raise _Refused(400, "INVALID_QUERY", "limit must be an integer.")
-            authorization = self.headers.get("Authorization")
-            documents = self.server.endpoint.search_kb(authorization, text, int(raw_limit))
+            answer = self.server.endpoint.search_kb(self.headers.get("Authorization"), text, limit)
         except _Refused as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return
-        self.send_json(200, {"result": {"documents": documents}})
+        if answer.refusal is not None:  # recorded on the case as a refused retrieval
+            self.send_error_json(answer.refusal.status, answer.refusal.code, answer.refusal.message)
+            return
+        self.send_json(200, {"result": {"documents": answer.documents}})
 
     def _send_reply(self, reply: TwinReply) -> None:
         """Put an engine reply on the wire, transport faults included (spec §3.2)."""

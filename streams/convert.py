@@ -89,8 +89,9 @@ def case_events(case: CaseRun, *, evaluation_id: str | None, side: str) -> list[
                 call_number=0,
                 tool="search_knowledge_base",
                 arguments_json=_js({"query": q.query, "limit": q.limit}),
-                http_status=200,
-                status="ok",
+                http_status=400 if q.refused else 200,
+                status="invalid" if q.refused else "ok",
+                error_code=q.refused,
                 changes_json="[]",
                 mutated=False,
                 expects_mutation=False,
@@ -160,6 +161,7 @@ def record_from_event(e: TwinCallRecorded) -> CallRecord | RetrievalRecord:
             query=e.query or "",
             limit=e.retrieval_limit or 0,
             documents=tuple(_load(e.documents_json) or ()),
+            refused=e.error_code,
         )
     return CallRecord(
         seq=e.seq,

@@ -8,7 +8,7 @@ idempotency lookup -> tenant check -> handler -> output schema -> commit -> faul
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,14 @@ from twin_engine.faults import FaultBehavior, check_targets, select_fault
 from twin_engine.gate import gate, idempotency_key, schema_problems
 from twin_engine.handlers import Execution, execute
 from twin_engine.kb import clamp_limit, collect_documents, search
+from twin_engine.limits import (
+    Breach,
+    kb_query_breach,
+    preview,
+    preview_text,
+    recorded_tool_name,
+    tool_name_breach,
+)
 from twin_engine.merge_patch import merge_patch
 from twin_engine.paths import MISSING, get_path
 from twin_engine.records import CallRecord, RetrievalRecord, StateChange
@@ -30,6 +38,12 @@ if TYPE_CHECKING:
     from twin_engine.twin import ScenarioConfig, ToolDef, Twin
 
 REPLAY_HEADER = "Idempotent-Replayed"
+
+
+@dataclass(frozen=True)
+class KbAnswer:
+    documents: list[dict[str, Any]]
+    refusal: Breach | None  # set when the query went over a limit
 
 
 @dataclass(frozen=True)
@@ -131,7 +145,20 @@ class TwinCase:
 
     def search_kb(self, query: str, limit: int = 3) -> list[dict[str, Any]]:
         """Search the knowledge base; shares the case's `seq` and records a retrieval step."""
+        return self.search_kb_checked(query, limit).documents
+
+    def search_kb_checked(self, query: Any, limit: Any = 3) -> KbAnswer:
+        """As `search_kb`, and says when the query was refused (over a limit: no documents, still recorded)."""
         self._seq += 1
+        breach = kb_query_breach(query)
+        if breach is None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            breach = Breach(400, "INVALID_QUERY", "The limit must be an integer.")
+        if breach is not None:
+            shown = limit if isinstance(limit, int) and not isinstance(limit, bool) else 0
+            self._retrievals.append(
+                RetrievalRecord(seq=self._seq, query=preview_text(query), limit=clamp_limit(shown), refused=breach.code)
+            )
+            return KbAnswer([], breach)
         limit = clamp_limit(limit)
         docs = collect_documents(self._state, self.twin.retrieval_path, self.scenario.documents)
         found = search(docs, query, limit)
@@ -143,29 +170,69 @@ class TwinCase:
                 documents=tuple({"id": d.id, "trusted": d.trusted} for d in found),
             )
         )
-        return [d.for_agent() for d in found]
+        return KbAnswer([d.for_agent() for d in found], None)
 
     # ------------------------------------------------------------ calls
 
     def call(
         self, tool: str, arguments: Any, headers: Mapping[str, str] | None = None, role: str = "agent"
     ) -> TwinReply:
-        """Invoke `tool` as the caller would over HTTP; every call leaves a record."""
-        self._seq += 1
-        call_number = self._call_counts.get(tool, 0) + 1
-        self._call_counts[tool] = call_number
-        seq = self._seq
-        tdef = self.twin.tools.get(tool)
-        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+        """Invoke `tool` as the caller would over HTTP; every call leaves a record, whatever it sends.
 
-        checked = gate(tool, tdef, arguments, role, self.scenario.allowed_tools)
+        Hostile input is refused with a record by the gate (twin_engine/limits.py). A failure of the
+        twin itself is recorded too (500 TWIN_ERROR) and answered, never raised: the case is graded on
+        its records either way.
+        """
+        self._seq += 1
+        name = recorded_tool_name(tool)
+        call_number = self._call_counts.get(name, 0) + 1
+        self._call_counts[name] = call_number
+        seq = self._seq
+        before = self._state
+        try:
+            reply, again = self._call(tool, name, arguments, headers, role, seq, call_number)
+        except Exception as exc:  # boundary: the twin's own failure is evidence too
+            return self._twin_failure(name, arguments, seq, call_number, before, exc, redelivered=False)
+        if again is not None:
+            self._seq += 1  # the network delivers the same request again: a new record, same call number
+            before = self._state
+            try:
+                again(self._seq)
+            except Exception as exc:  # boundary, as above
+                self._twin_failure(name, arguments, self._seq, call_number, before, exc, redelivered=True)
+        return reply
+
+    def refuse(self, tool: Any, status: int, code: str, message: str) -> TwinReply:
+        """Record a call refused before its arguments could be read (an HTTP body too large, not JSON,
+        nested past what a parser takes): numbered and recorded like any call, arguments None."""
+        self._seq += 1
+        name = recorded_tool_name(tool)
+        call_number = self._call_counts.get(name, 0) + 1
+        self._call_counts[name] = call_number
+        tdef = self.twin.tools.get(name) if tool_name_breach(tool) is None else None
+        out = _failure_outcome(ToolFailure(status, code, message))
+        return self._deliver(name, tdef, None, self._seq, call_number, None, out, None, remember=False)
+
+    def _call(
+        self,
+        tool: Any,
+        name: str,
+        arguments: Any,
+        headers: Any,
+        role: str,
+        seq: int,
+        call_number: int,
+    ) -> tuple[TwinReply, Callable[[int], None] | None]:
+        """The pipeline of one call; returns the reply and, under message_duplication, the redelivery."""
+        tdef = self.twin.tools.get(tool) if isinstance(tool, str) else None
+        checked = gate(tool, tdef, arguments, role, self.scenario.allowed_tools, headers)
         args = checked.arguments
         if checked.refusal is not None or tdef is None:
-            failure = checked.refusal or ToolFailure(404, "UNKNOWN_TOOL", f"Unknown tool: {tool}.")
+            failure = checked.refusal or ToolFailure(404, "UNKNOWN_TOOL", f"Unknown tool: {name}.")
             out = _failure_outcome(failure, policy_violation=checked.policy_violation)
-            return self._deliver(tool, tdef, args, seq, call_number, None, out, None, remember=False)
+            return self._deliver(name, tdef, args, seq, call_number, None, out, None, remember=False), None
 
-        key = idempotency_key(tdef, args, lowered)
+        key = idempotency_key(tdef, args, checked.headers)
         env = TemplateEnv(
             args=args,
             state=self._state,
@@ -175,37 +242,87 @@ class TwinCase:
             seq=seq,
             call_number=call_number,
         )
-        rule = select_fault(self.scenario.faults, tool, call_number, args, self.seed)
+        rule = select_fault(self.scenario.faults, name, call_number, args, self.seed)
         fault = rule.behavior if rule is not None else None
 
         if fault is not None and not fault.spec.executes:
             out = self._fault_error(fault, env, MISSING) if fault.spec.error else _Outcome(0, None)
-            reply = self._deliver(tool, tdef, args, seq, call_number, key, out, fault)
+            reply = self._deliver(name, tdef, args, seq, call_number, key, out, fault)
         else:
             out = self._execute(tdef, args, key, env, fault)
             out = self._transform(tdef, out, fault, env)
-            reply = self._deliver(tool, tdef, args, seq, call_number, key, out, fault)
+            reply = self._deliver(name, tdef, args, seq, call_number, key, out, fault)
 
-        if fault is not None and fault.type == "message_duplication":
-            self._seq += 1  # the network delivers the same request again: a new record, same call number
-            env2 = replace(env, seq=self._seq)
-            again = self._execute(tdef, args, key, env2, None)
+        if fault is None or fault.type != "message_duplication":
+            return reply, None
+        duplicated = fault
+
+        def again(redelivery_seq: int) -> None:
+            env2 = replace(env, seq=redelivery_seq)
+            out2 = self._execute(tdef, args, key, env2, None)
             self._records.append(
                 self._record(
                     tdef.name,
                     tdef,
                     args,
-                    self._seq,
+                    redelivery_seq,
                     call_number,
                     key,
-                    again,
-                    fault,
+                    out2,
+                    duplicated,
                     None,
                     redelivered=True,
                     delay_ms=0,
                 )
             )
-        return reply
+
+        return reply, again
+
+    def _twin_failure(
+        self,
+        name: str,
+        arguments: Any,
+        seq: int,
+        call_number: int,
+        before: dict[str, Any],
+        exc: Exception,
+        *,
+        redelivered: bool,
+    ) -> TwinReply:
+        """Record and answer a failure of the twin itself (500 TWIN_ERROR), with whatever state it changed."""
+        self._records = [r for r in self._records if r.seq != seq]  # a half-made record of this call
+        changes: tuple[StateChange, ...] = ()
+        if self._state is not before:
+            try:
+                changes = diff_states(before, self._state)
+            except Exception:  # boundary: the failure record must be made whatever the state holds
+                changes = ()
+        message = f"The twin failed while handling this call ({type(exc).__name__})."
+        failure = ToolFailure(500, "TWIN_ERROR", message)
+        tdef = self.twin.tools.get(name)
+        record = CallRecord(
+            seq=seq,
+            call_number=call_number,
+            tool=name,
+            arguments=preview(arguments),
+            http_status=failure.status,
+            status=call_status(failure.status, failure.code, None),
+            error_code=failure.code,
+            response=failure.reply_body(),
+            risk=tdef.risk if tdef is not None else None,
+            fault=None,
+            mutated=bool(changes),
+            expects_mutation=tdef.expects_mutation if tdef is not None else False,
+            replayed=False,
+            effect_key=None,
+            cross_tenant=None,
+            policy_violation=None,
+            redelivered=redelivered,
+            changes=changes,
+        )
+        self._records.append(record)
+        body = failure.reply_body()
+        return TwinReply(failure.status, body, {}, None, canonical_bytes(body), 0, record)
 
     def _execute(
         self,

@@ -4,35 +4,56 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
 from twin_engine.canonical import canonical_bytes, canonical_json
 from twin_engine.failures import ToolFailure
+from twin_engine.limits import (
+    MAX_ARGUMENT_BYTES,
+    Breach,
+    argument_breach,
+    header_breach,
+    preview,
+    too_large_message,
+    tool_name_breach,
+)
 from twin_engine.paths import MISSING, format_path
 
 if TYPE_CHECKING:
     from twin_engine.twin import ToolDef
 
-MAX_ARGUMENT_BYTES = 256 * 1024
 MAX_SCHEMA_PROBLEMS = 3
 
 
 @dataclass(frozen=True)
 class GateResult:
-    arguments: Any  # a detached plain-JSON copy; None when the arguments were not JSON
+    arguments: Any  # a detached plain-JSON copy; a bounded preview when refused over a limit; None if not JSON
     refusal: ToolFailure | None = None
     policy_violation: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # names lower-cased; empty when refused
 
 
 def gate(
-    tool: str, tdef: ToolDef | None, arguments: Any, role: str, allowed_tools: tuple[str, ...] | None
+    tool: Any,
+    tdef: ToolDef | None,
+    arguments: Any,
+    role: str,
+    allowed_tools: tuple[str, ...] | None,
+    headers: Any = None,
 ) -> GateResult:
-    """Unknown tool, allowedTools, ADMIN role, JSON, size, inputSchema — in that order."""
-    args = json_copy(arguments)
-    stored = None if args is MISSING else args
+    """Tool name, unknown tool, allowedTools, ADMIN role, input limits, JSON, size, inputSchema — in that order.
+
+    The limits (twin_engine/limits.py) are checked before anything copies or serialises the input, so a
+    hostile input is refused with a record instead of breaking the twin.
+    """
+    breach = argument_breach(arguments)
+    args = MISSING if breach is not None else json_copy(arguments)
+    stored = preview(arguments) if breach is not None else None if args is MISSING else args
+    if (name_breach := tool_name_breach(tool)) is not None:
+        return GateResult(stored, _refusal(name_breach))
     if tdef is None:
         return GateResult(stored, ToolFailure(404, "UNKNOWN_TOOL", f"Unknown tool: {tool}."))
     if allowed_tools and tool not in allowed_tools:
@@ -41,17 +62,26 @@ def gate(
     if tdef.risk == "ADMIN" and role != "admin":
         message = f"The tool {tool} is for administrators only."
         return GateResult(stored, ToolFailure(403, "ADMIN_ONLY", message), "ADMIN_ONLY")
+    if (headers_breach := header_breach(headers)) is not None:
+        return GateResult(stored, _refusal(headers_breach))
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    if breach is not None:
+        return GateResult(stored, _refusal(breach), headers=lowered)
     if not isinstance(args, dict):
-        return GateResult(None, ToolFailure(400, "INVALID_ARGUMENT", "The arguments must be a JSON object."))
+        failure = ToolFailure(400, "INVALID_ARGUMENT", "The arguments must be a JSON object.")
+        return GateResult(None, failure, headers=lowered)
     if len(canonical_bytes(args)) > MAX_ARGUMENT_BYTES:
-        message = "The arguments are larger than 256 KiB."
-        return GateResult(args, ToolFailure(413, "ARGUMENTS_TOO_LARGE", message))
+        return GateResult(args, ToolFailure(413, "ARGUMENTS_TOO_LARGE", too_large_message()), headers=lowered)
     if tdef.input_validator is not None:
         problems = schema_problems(tdef.input_validator, args)
         if problems:
             message = f"Invalid arguments: {'; '.join(problems[:MAX_SCHEMA_PROBLEMS])}"
-            return GateResult(args, ToolFailure(422, "INVALID_ARGUMENT", message))
-    return GateResult(args)
+            return GateResult(args, ToolFailure(422, "INVALID_ARGUMENT", message), headers=lowered)
+    return GateResult(args, headers=lowered)
+
+
+def _refusal(breach: Breach) -> ToolFailure:
+    return ToolFailure(breach.status, breach.code, breach.message)
 
 
 def schema_problems(validator: Draft202012Validator, instance: Any) -> list[str]:
@@ -73,7 +103,7 @@ def json_copy(value: Any) -> Any:
         return MISSING
     try:
         return json.loads(canonical_json(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return MISSING
 
 

@@ -90,15 +90,19 @@ class RetrievalRecord:
     query: str
     limit: int
     documents: tuple[dict[str, JSON], ...] = field(default_factory=tuple)  # [{id, trusted}]
+    refused: str | None = None  # the error code when the query went over a limit (twin_engine/limits.py)
 
     def to_dict(self) -> dict[str, JSON]:
-        return {
+        out: dict[str, JSON] = {
             "seq": self.seq,
             "kind": "retrieval",
             "query": self.query,
             "limit": self.limit,
             "documents": [dict(d) for d in self.documents],
         }
+        if self.refused is not None:  # only then: an ordinary retrieval's record keeps its bytes
+            out["refused"] = self.refused
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, JSON]) -> RetrievalRecord:
@@ -107,4 +111,5 @@ class RetrievalRecord:
             query=str(data["query"]),
             limit=int(data["limit"]),
             documents=tuple(dict(d) for d in data.get("documents") or ()),
+            refused=data.get("refused"),
         )

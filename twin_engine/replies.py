@@ -31,7 +31,7 @@ def call_status(http_status: int, error_code: str | None, transport: str | None)
         return "unknown_tool" if error_code == "UNKNOWN_TOOL" else "not_found"
     if http_status in (408, 504):
         return "timeout"
-    if http_status in (400, 409, 422):
+    if http_status in (400, 409, 411, 413, 422):  # 411/413: refused over an input limit (twin_engine/limits.py)
         return "invalid"
     return "error"
 

@@ -126,8 +126,9 @@ class HttpAgent:
 def run_http_case(agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, endpoint: TwinEndpoint) -> AgentResult:
     """Open the case on the endpoint, ask the agent, close the case (revoking the token), then judge the run.
 
-    A twin failure outranks anything the agent did (the case is ERRORED); then the agent's own failure;
-    then calls refused over the per-case cap (CALL_LIMIT_EXCEEDED).
+    A twin failure the twin recorded (a 500 TWIN_ERROR call) is evidence like any other call; one it could
+    not even record outranks anything the agent did (the evidence is incomplete: the case is ERRORED);
+    then the agent's own failure; then calls refused over the per-case cap (CALL_LIMIT_EXCEEDED).
     """
     handle = endpoint.open_case(twin_case)
     result: AgentResult | None = None
@@ -138,8 +139,8 @@ def run_http_case(agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, 
         failure = exc
     finally:
         usage = endpoint.close_case(handle.token)
-    if usage.twin_errors:
-        raise AgentRunError("TWIN_ERROR", f"The twin failed during the case: {usage.twin_errors[0]}")
+    if usage.unrecorded_twin_errors:
+        raise AgentRunError("TWIN_ERROR", f"The twin failed during the case: {usage.twin_errors[-1]}")
     if failure is not None:
         raise failure
     if usage.refused_over_limit:

@@ -96,14 +96,26 @@ def test_empty_body_is_an_empty_object(endpoint: TwinEndpoint, demo_twin: Twin, 
     )
 
 
-@pytest.mark.parametrize("body", [b"[1, 2]", b"42", b"\"text\"", b"{not json", b"\xff\xfe"])
-def test_body_must_be_an_object(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any, body: bytes) -> None:
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"[1, 2]", "INVALID_ARGUMENT"),
+        (b"42", "INVALID_ARGUMENT"),
+        (b'"text"', "INVALID_ARGUMENT"),
+        (b"{not json", "INVALID_BODY"),
+        (b"\xff\xfe", "INVALID_BODY"),
+    ],
+)
+def test_body_must_be_an_object(
+    endpoint: TwinEndpoint, demo_twin: Twin, caller: Any, body: bytes, code: str
+) -> None:
     case = demo_twin.new_case(tenant="demo-co")
     handle = endpoint.open_case(case)
     answer = caller(handle.base_url, handle.token).request("POST", "/tools/lookup_order", body)
-    assert (answer.status, error_code(answer)) == (400, "INVALID_BODY")
-    assert case.records == ()
-    assert endpoint.close_case(handle.token).calls == 0
+    assert (answer.status, error_code(answer)) == (400, code)
+    # refused, and recorded: the attempt is evidence
+    assert [(r.status, r.error_code) for r in case.records] == [("invalid", code)]
+    assert endpoint.close_case(handle.token).calls == 1
 
 
 def test_unknown_routes(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:

@@ -125,7 +125,7 @@ def test_arguments_too_large(demo_twin: Twin) -> None:
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         413,
         "ARGUMENTS_TOO_LARGE",
-        "error",
+        "invalid",
     )
 
 
@@ -325,7 +325,8 @@ def test_reply_bytes_and_tool_reply(demo_twin: Twin) -> None:
         (409, "X", None, "invalid"),
         (422, "X", None, "invalid"),
         (500, "X", None, "error"),
-        (413, "X", None, "error"),
+        (413, "X", None, "invalid"),
+        (411, "X", None, "invalid"),
         (0, None, "dropped", "dropped"),
         (200, None, "partial", "partial"),
         (200, None, "malformed", "malformed"),
