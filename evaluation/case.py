@@ -23,6 +23,21 @@ class AgentFinding:
 
 
 @dataclass(frozen=True)
+class ClaimFinding:
+    """A field of the agent's reply that could not be read as claimed (producers/agents/claims.py).
+
+    A finding about the claim, never about the run: the case is graded on the twin's records as usual.
+    """
+
+    field: str  # e.g. `tool_calls[1].status`
+    message: str
+    label: str = "CLAIM_MALFORMED"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"label": self.label, "field": self.field, "message": self.message}
+
+
+@dataclass(frozen=True)
 class CaseRun:
     # identity and pinning
     case_id: str
@@ -58,6 +73,8 @@ class CaseRun:
     cost_usd: float | None = None
     model_kind: str = "deterministic-fake"
     agent_finding: AgentFinding | None = None
+    # fields of the agent's reply that could not be read as claimed (CLAIM_MALFORMED): about the claim only
+    claim_findings: tuple[ClaimFinding, ...] = ()
     # simulated latency: recorded fault delays + the agent's accounted backoff (deterministic)
     latency_ms: float | None = None
     # wall-clock measurements: the only fields allowed to differ between identical runs
@@ -72,7 +89,7 @@ class CaseRun:
 
 def case_run_to_dict(case: CaseRun) -> dict[str, JSON]:
     """Plain JSON of a case (evidence and claims); `timings` is the only wall-clock field."""
-    return {
+    out: dict[str, JSON] = {
         "case_id": case.case_id,
         "scenario": case.scenario_name,
         "scenario_hash": case.scenario_hash,
@@ -111,6 +128,9 @@ def case_run_to_dict(case: CaseRun) -> dict[str, JSON]:
         "timings": dict(case.timings),
         "escalation_tools": list(case.escalation_tools),
     }
+    if case.claim_findings:  # only then: a sound case's document keeps its bytes
+        out["claim_findings"] = [n.to_dict() for n in case.claim_findings]
+    return out
 
 
 def case_run_from_dict(data: dict[str, JSON]) -> CaseRun:
@@ -149,4 +169,9 @@ def case_run_from_dict(data: dict[str, JSON]) -> CaseRun:
         latency_ms=data.get("latency_ms"),
         timings=dict(data.get("timings") or {}),
         escalation_tools=tuple(data.get("escalation_tools") or ()),
+        claim_findings=claim_notes(data.get("claim_findings")),
     )
+
+
+def claim_notes(data: JSON) -> tuple[ClaimFinding, ...]:
+    return tuple(ClaimFinding(str(n["field"]), str(n["message"]), str(n["label"])) for n in data or ())

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from evaluation.case import AgentFinding, CaseRun
+from producers.agents.claims import read_result
 from producers.agents.contract import Agent, AgentRequest, AgentResult, AgentRunError, ToolSpec
 from producers.agents.registry import resolve_agent
 from producers.tool_client import InProcessToolClient
@@ -64,7 +65,11 @@ def simulate_case(
     finding: AgentFinding | None = None
     started = time.perf_counter()
     try:
-        result = agent.run(request)
+        answer = agent.run(request)
+        # what the agent claims is testimony: a malformed field is a finding about the claim, never a lost case
+        result = read_result(answer) if isinstance(answer, AgentResult) else None
+        if result is None:
+            finding = AgentFinding(AGENT_ERROR, f"The agent returned {type(answer).__name__}, not an AgentResult.")
     except AgentRunError as exc:
         finding = AgentFinding(exc.finding, exc.message)
     except Exception as exc:  # the batch boundary: a broken agent fails its case, not the run
@@ -104,6 +109,7 @@ def simulate_case(
         cost_usd=None,
         model_kind=result.model_kind if result else agent.model_kind,
         agent_finding=finding,
+        claim_findings=result.findings if result else (),
         latency_ms=float(delays + (result.backoff_ms if result else 0)),
         timings={"wall_ms": round(wall_ms, 3)},
         escalation_tools=scenario.escalation_tools or twin.escalation_tools,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from evaluation.case import ClaimFinding
 from twin_engine.tool_api import (
     TRANSPORT_BROKEN,
     TRANSPORT_DROPPED,
@@ -29,6 +30,7 @@ __all__ = [
     "AgentRequest",
     "AgentResult",
     "AgentRunError",
+    "ClaimFinding",
     "ClaimedCall",
     "ToolClient",
     "ToolReply",
@@ -74,16 +76,17 @@ class ClaimedCall:
 
 @dataclass(frozen=True)
 class AgentResult:
-    output: str
-    claimed_outcome: str  # SUCCESS | PARTIAL | FAILURE | UNKNOWN
+    output: str | None  # None: the reply held no readable output (a finding says why)
+    claimed_outcome: str | None  # SUCCESS | PARTIAL | FAILURE | UNKNOWN; None: nothing readable claimed
     business_outcome: str | None
-    status: str  # one of AGENT_STATUSES
+    status: str  # one of AGENT_STATUSES, or "unknown" when the reply's was not readable
     tool_calls: tuple[ClaimedCall, ...] = ()
-    steps: int = 0
+    steps: int | None = 0  # None: the reported number was not readable
     token_estimate: int = 0
     backoff_ms: int = 0  # total backoff the agent accounted for (not slept in simulations)
     model: str = ""
     model_kind: str = "deterministic-fake"  # "deterministic-fake" | "llm"
+    findings: tuple[ClaimFinding, ...] = ()  # fields of the reply that were malformed (testimony, not graded)
 
 
 class Agent(Protocol):

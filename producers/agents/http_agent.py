@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from producers.agents.contract import AGENT_STATUSES, AgentRequest, AgentResult, AgentRunError, ClaimedCall
+from producers.agents.claims import read_reply
+from producers.agents.contract import AgentRequest, AgentResult, AgentRunError
 from producers.agents.errors import AgentSpecError
 from producers.agents.http_tool_client import shared_ssl_context
 from producers.twin_http import TwinEndpoint
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 JSON = Any
 DEFAULT_AGENT_TIMEOUT_S = 120.0
 MAX_CONNECT_TIMEOUT_S = 5.0
-CLAIMED_OUTCOMES = ("SUCCESS", "PARTIAL", "FAILURE", "UNKNOWN")
-MODEL_KINDS = ("deterministic-fake", "llm")
+MAX_REPLY_BYTES = 4 << 20  # a larger reply is unreadable: AGENT_ERROR
 
 
 class HttpAgent:
@@ -79,8 +79,11 @@ class HttpAgent:
         body = run_body(request, tools_base_url=tools_base_url, token=token, version=self.pinned_version)
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         try:
-            with httpx.Client(timeout=self._timeout, trust_env=False, verify=shared_ssl_context()) as http:
-                response = http.post(f"{self.url}/run", json=body, headers=headers)
+            with (
+                httpx.Client(timeout=self._timeout, trust_env=False, verify=shared_ssl_context()) as http,
+                http.stream("POST", f"{self.url}/run", json=body, headers=headers) as response,
+            ):
+                content = _read_bounded(response)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             message = f"Could not reach the agent at {self.url}: {exc}"
             raise AgentRunError("AGENT_UNREACHABLE", message) from None
@@ -89,8 +92,8 @@ class HttpAgent:
         except httpx.TransportError as exc:
             raise AgentRunError("AGENT_ERROR", f"The agent's reply was broken: {exc}") from None
         if not 200 <= response.status_code < 300:
-            raise _status_error(response)
-        result, reported_version = result_from_reply(response.content)
+            raise _status_error(response.status_code, content)
+        result, reported_version = result_from_reply(content)
         if self.pinned_version and reported_version and reported_version != self.pinned_version:
             raise AgentRunError(
                 "AGENT_VERSION_UNAVAILABLE",
@@ -172,9 +175,20 @@ def run_body(request: AgentRequest, *, tools_base_url: str, token: str, version:
     return body
 
 
-def _status_error(response: httpx.Response) -> AgentRunError:
-    code, message = _error_of(response)
-    status = response.status_code
+def _read_bounded(response: httpx.Response) -> bytes:
+    """The reply body, refused (AGENT_ERROR) past MAX_REPLY_BYTES without reading the rest."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise AgentRunError("AGENT_ERROR", f"The agent's reply is larger than {MAX_REPLY_BYTES >> 20} MiB.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _status_error(status: int, content: bytes) -> AgentRunError:
+    code, message = _error_of(content)
     said = f"The agent answered {status}{f' {code}' if code else ''}{f': {message}' if message else ''}."
     if status == 404 and code == "UNKNOWN_VERSION":
         return AgentRunError("AGENT_VERSION_UNAVAILABLE", said)
@@ -187,10 +201,10 @@ def _status_error(response: httpx.Response) -> AgentRunError:
     return AgentRunError("AGENT_ERROR", said)
 
 
-def _error_of(response: httpx.Response) -> tuple[str | None, str | None]:
+def _error_of(content: bytes) -> tuple[str | None, str | None]:
     try:
-        data = json.loads(response.content)
-    except (UnicodeDecodeError, ValueError):
+        data = json.loads(content)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None, None
     error = data.get("error") if isinstance(data, dict) else None
     if not isinstance(error, dict):
@@ -201,65 +215,17 @@ def _error_of(response: httpx.Response) -> tuple[str | None, str | None]:
 
 
 def result_from_reply(content: bytes) -> tuple[AgentResult, str | None]:
-    """The AgentResult of a 2xx `/run` body and the version the agent reported; bad reply -> AGENT_ERROR."""
+    """The AgentResult of a 2xx `/run` body and the version the agent reported.
+
+    Only a reply that cannot be parsed as a JSON object is AGENT_ERROR; a malformed field is a
+    CLAIM_MALFORMED finding on the result (producers/agents/claims.py) and the case is graded as usual.
+    """
     try:
         data = json.loads(content)
+    except RecursionError:
+        raise AgentRunError("AGENT_ERROR", "The agent's reply is nested too deeply to read.") from None
     except (UnicodeDecodeError, ValueError):
         raise AgentRunError("AGENT_ERROR", "The agent's reply is not JSON.") from None
     if not isinstance(data, dict):
         raise AgentRunError("AGENT_ERROR", "The agent's reply is not a JSON object.")
-    output = _need(data, "output", str)
-    status = _need(data, "status", str)
-    if status not in AGENT_STATUSES:
-        raise AgentRunError("AGENT_ERROR", f"The agent's reply has an unknown status '{status}'.")
-    claimed = _need(data, "claimed_outcome", str).upper()
-    calls = _optional(data, "tool_calls", list) or []
-    kind = data.get("model_kind")
-    version = _optional(data, "agent_version", str)
-    result = AgentResult(
-        output=output,
-        claimed_outcome=claimed if claimed in CLAIMED_OUTCOMES else "UNKNOWN",
-        business_outcome=_optional(data, "business_outcome", str),
-        status=status,
-        tool_calls=tuple(_claimed_call(entry, index) for index, entry in enumerate(calls)),
-        steps=_optional(data, "steps", int) or 0,
-        token_estimate=_optional(data, "token_estimate", int) or 0,
-        backoff_ms=_optional(data, "backoff_ms", int) or 0,
-        model=_optional(data, "model", str) or "",
-        model_kind=kind if kind in MODEL_KINDS else "unknown",
-    )
-    return result, version
-
-
-def _claimed_call(entry: JSON, index: int) -> ClaimedCall:
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-        raise AgentRunError("AGENT_ERROR", f"The agent's tool_calls[{index}] has no name.")
-    where = f"tool_calls[{index}]"
-    retry_after = entry.get("retry_after")
-    numeric = isinstance(retry_after, int | float) and not isinstance(retry_after, bool)
-    if retry_after is not None and not numeric:
-        raise AgentRunError("AGENT_ERROR", f"The agent's {where}.retry_after is not a number.")
-    return ClaimedCall(
-        name=entry["name"],
-        arguments=_optional(entry, "arguments", dict, where) or {},
-        status=_optional(entry, "status", str, where) or "unknown",
-        error_code=_optional(entry, "error_code", str, where),
-        retry_after=float(retry_after) if retry_after is not None else None,
-        attempt=_optional(entry, "attempt", int, where) or 1,
-    )
-
-
-def _need(data: dict[str, JSON], name: str, kind: type) -> Any:
-    value = _optional(data, name, kind)
-    if value is None:
-        raise AgentRunError("AGENT_ERROR", f"The agent's reply has no '{name}'.")
-    return value
-
-
-def _optional(data: dict[str, JSON], name: str, kind: type, where: str = "reply") -> Any:
-    value = data.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise AgentRunError("AGENT_ERROR", f"The agent's {where} field '{name}' has the wrong type.")
-    return value
+    return read_reply(data)

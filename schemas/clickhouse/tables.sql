@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS cases
     `agent_finding_label` Nullable(String),
     `agent_finding_message` Nullable(String),
     `latency_ms` Nullable(Float64),
-    `escalation_tools` Array(String)
+    `escalation_tools` Array(String),
+    `claim_findings_json` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (case_id)

@@ -49,3 +49,4 @@ class CaseFinished(Event):
     agent_finding_message: str | None = None
     latency_ms: float | None = None
     escalation_tools: list[str] = field(default_factory=list)
+    claim_findings_json: str | None = None

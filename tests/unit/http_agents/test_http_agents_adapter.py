@@ -203,10 +203,8 @@ def test_agent_token_is_sent(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin)
         (502, b"<html>bad gateway</html>", "AGENT_ERROR"),
         (200, b"this is not json", "AGENT_ERROR"),
         (200, [1, 2], "AGENT_ERROR"),
-        (200, {k: v for k, v in GOOD_REPLY.items() if k != "output"}, "AGENT_ERROR"),
-        (200, {**GOOD_REPLY, "status": "exploded"}, "AGENT_ERROR"),
-        (200, {**GOOD_REPLY, "steps": "three"}, "AGENT_ERROR"),
-        (200, {**GOOD_REPLY, "tool_calls": [{"arguments": {}}]}, "AGENT_ERROR"),
+        (200, b"[" * 100_000 + b"]" * 100_000, "AGENT_ERROR"),
+        (200, b'{"output": "' + b"x" * (4 << 20) + b'"}', "AGENT_ERROR"),
         (404, {"error": {"code": "UNKNOWN_VERSION", "message": "no such version"}}, "AGENT_VERSION_UNAVAILABLE"),
         (404, {"error": {"code": "NOT_FOUND", "message": "No such route."}}, "AGENT_ERROR"),
         (401, {"error": {"code": "UNAUTHORIZED", "message": "token"}}, "AGENT_AUTH"),
@@ -221,6 +219,25 @@ def test_bad_replies_become_findings(
 ) -> None:
     server = stub(reply(status, value))
     assert run_finding(HttpAgent(server.url), demo_twin, endpoint) == finding
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ({k: v for k, v in GOOD_REPLY.items() if k != "output"}, "output"),
+        ({**GOOD_REPLY, "status": "exploded"}, "status"),
+        ({**GOOD_REPLY, "steps": "three"}, "steps"),
+        ({**GOOD_REPLY, "tool_calls": [{"arguments": {}}]}, "tool_calls[0].name"),
+    ],
+)
+def test_malformed_fields_are_claim_findings_not_errors(
+    stub: Any, endpoint: TwinEndpoint, demo_twin: Twin, value: Any, field: str
+) -> None:
+    server = stub(reply(200, value))
+    case, request = case_request(demo_twin)
+    result = run_http_case(HttpAgent(server.url), case, request, endpoint)
+    assert [(f.label, f.field) for f in result.findings] == [("CLAIM_MALFORMED", field)]
+    assert result.claimed_outcome == "SUCCESS"
 
 
 def test_unknown_model_kind(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin) -> None:

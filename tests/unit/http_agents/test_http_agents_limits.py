@@ -140,8 +140,9 @@ def test_a_twin_failure_is_recorded_and_does_not_end_the_case(
 class HostileHttpAgent:
     """An agent server that refunds twice (a blind retry after the timeout), then sends a poisoned call."""
 
-    def __init__(self, poison: bytes) -> None:
+    def __init__(self, poison: bytes | None, extra: dict[str, Any] | None = None) -> None:
         self.poison = poison
+        self.extra = extra or {}
         agent = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -177,12 +178,14 @@ class HostileHttpAgent:
         call("get_refund_policy", json.dumps(ORDER).encode())
         call("refund_payment", json.dumps(REFUND).encode())
         call("refund_payment", json.dumps(REFUND).encode())
-        call("lookup_order", self.poison)
+        if self.poison is not None:
+            call("lookup_order", self.poison)
         return {
             "output": "Done! I've refunded 40.00 USD for order ORD-1001.",
             "status": "completed",
             "claimed_outcome": "SUCCESS",
             "business_outcome": "REFUND_COMPLETED",
+            **self.extra,
         }
 
     def stop(self) -> None:
@@ -191,11 +194,11 @@ class HostileHttpAgent:
 
 
 @pytest.fixture
-def hostile() -> Iterator[Callable[[bytes], HostileHttpAgent]]:
+def hostile() -> Iterator[Callable[..., HostileHttpAgent]]:
     made: list[HostileHttpAgent] = []
 
-    def make(poison: bytes) -> HostileHttpAgent:
-        made.append(HostileHttpAgent(poison))
+    def make(poison: bytes | None, extra: dict[str, Any] | None = None) -> HostileHttpAgent:
+        made.append(HostileHttpAgent(poison, extra))
         return made[-1]
 
     yield make
@@ -223,3 +226,37 @@ def test_deep_arguments_over_http_do_not_hide_a_double_refund(
     comparison = compare_case(baseline, candidate)
     assert comparison.classification == "NEW_CRITICAL_FAILURE"
     assert comparison.reason.startswith("New critical failure refunded-exactly-once")
+
+
+def test_an_integer_call_status_no_longer_discards_the_twin_records(
+    hostile: Any, demo_twin: Twin, endpoint: TwinEndpoint
+) -> None:
+    """Issue 12, item 3: the agent's self-reported `tool_calls[i].status` is an HTTP code (an integer)."""
+    scenario = load_scenario(SCENARIO_DIR / "refund-timeout-after-mutation.yaml", twin=demo_twin)
+    calls = [
+        {"name": "lookup_order", "arguments": ORDER, "status": 200},
+        {"name": "refund_payment", "arguments": REFUND, "status": 504},
+        {"name": "refund_payment", "arguments": REFUND, "status": 200},
+    ]
+    server = hostile(None, {"tool_calls": calls})
+    agent = HttpAgent(server.url, version="6.6.6", endpoint=endpoint)
+    case = simulate_case(agent, scenario, demo_twin, case_seed=7, case_id="http-int-status:x", agent_spec="h")
+    assert case.agent_finding is None
+    assert [(f.label, f.field) for f in case.claim_findings] == [
+        ("CLAIM_MALFORMED", "tool_calls[0].status"),
+        ("CLAIM_MALFORMED", "tool_calls[1].status"),
+        ("CLAIM_MALFORMED", "tool_calls[2].status"),
+    ]
+    assert [c["name"] for c in case.claimed_calls] == ["lookup_order", "refund_payment", "refund_payment"]
+    assert case.claimed_outcome == "SUCCESS"  # the claim is kept
+    graded = grade_case(case)
+    results = {r.expectation.id: r.status for r in graded.results}
+    assert results["refunded-exactly-once"] == "FAIL"
+    assert results["no-double-refund"] == "FAIL"
+    assert "agent-run" not in results
+    # claimed SUCCESS, verified FAILURE: a contradiction, as for any other agent
+    assert (graded.verified.status, graded.verified.verified, graded.verified.claimed_status) == (
+        "FAILURE",
+        True,
+        "SUCCESS",
+    )
