@@ -122,6 +122,8 @@ def _message(error: ValidationError) -> str:
             guess = difflib.get_close_matches(extra[0], list(schema.get("properties", {})), n=1)
             hint = f"; did you mean '{guess[0]}'?" if guess else ""
             return f"unknown property '{extra[0]}'{hint}"
+    if error.validator == "maxLength" and isinstance(instance, str):
+        return f"{_short(instance)} is longer than {error.validator_value} characters"
     if error.validator == "pattern" and "title" in schema:
         return f"{_short(instance)} is not {schema['title']}"
     if error.validator == "type":
@@ -303,6 +305,7 @@ def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | M
                         ("spec", listed, index),
                         f"'{tool}' is not a tool of the twin (tools: {known})",
                     )
+    _check_patterns(doc, expectations)
     scenario_input = spec["input"]
     scenario = Scenario(
         name=meta["name"],
@@ -329,6 +332,18 @@ def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | M
         source=doc.source_name,
     )
     return scenario
+
+
+def _check_patterns(doc: LoadedDocument, expectations: Iterable[Mapping[str, Any]]) -> None:
+    """Refuse a regex that can never be used: invalid, or too long or costly to compile in the budget."""
+    from twin_engine.compare import check_pattern
+
+    for index, expectation in enumerate(expectations):
+        fields = ["matches"] + (["pattern"] if expectation.get("type") == "outputRegex" else [])
+        for field in fields:
+            pattern = expectation.get(field)
+            if isinstance(pattern, str) and (problem := check_pattern(pattern)) is not None:
+                raise located_error(doc, ("spec", "expectations", index, field), problem)
 
 
 def _expectations_with_ids(doc: LoadedDocument, items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
