@@ -33,6 +33,7 @@ from agenttwin.report_commands import (
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import sql_literal as lit
 from evaluation.pairing import MAX_TRIALS
+from evaluation.redaction import SecretMask
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import PairPlanned
 from streams.topics import TOPIC_BY_NAME
@@ -274,19 +275,19 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
         out("")
     evaluations = ", ".join(lit(r.evaluation_id) for r in requests)  # only the demo's own, whoever else shares the log
     alerts = wh.query(
-        "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail "
+        "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail, c.secrets "
         "FROM v_contradictions AS k LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
         f"WHERE k.evaluator_version = {lit(version)} AND k.evaluation_id IN ({evaluations}) "
         "ORDER BY k.agent, k.scenario_name, k.case_id"
     ).rows
     out("== Contradiction alerts: the agent claimed SUCCESS, the twin's state says otherwise")
     seen: set[tuple[str, str]] = set()
-    for agent, scenario, claimed, verified, reply, detail in alerts:
+    for agent, scenario, claimed, verified, reply, detail, secrets in alerts:
         if (agent, scenario) in seen:  # the same agent version appears in both evaluations
             continue
         seen.add((agent, scenario))
         out(f"- {agent} on {scenario}: claimed {claimed}, verified {verified}")
-        out(f'    reply: "{reply}"')
+        out(f'    reply: "{SecretMask(secrets or ()).text(reply) if reply else reply}"')  # the raw reply, shown masked
         out(f"    evidence: {detail}")
     if not alerts:
         out("(none)")

@@ -36,6 +36,7 @@ from evaluation.metrics import (
     side_metrics,
 )
 from evaluation.pairing import BASELINE, CANDIDATE
+from evaluation.redaction import case_mask
 from evaluation.results import GradedCase
 from evaluation.trajectory import Step, build_trajectory, riskiest, tools_used
 
@@ -211,7 +212,9 @@ def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> C
         else None
     )
     touched = [r.risk for g in (baseline, candidate) if g is not None for r in agent_calls(g.case.records)]
-    return CaseComparison(
+    # derived from both sides' evidence (steps quote arguments): every secret of either side masked
+    mask = case_mask(baseline.case if baseline else None, candidate.case if candidate else None)
+    return mask.value(CaseComparison(
         scenario_name=ref.case.scenario_name,
         severity=ref.case.severity,
         tags=tuple(ref.case.tags),
@@ -230,4 +233,4 @@ def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> C
         ),
         tool_selection=tool_selection(b_view.tools, c_view.tools),
         risk=riskiest(touched),
-    )
+    ))

@@ -11,6 +11,7 @@ from evaluation.case import CaseRun
 from evaluation.expectations import EvalContext, agent_run_result, evaluate_expectation, not_run_result
 from evaluation.expectations.registry import claim_finding_result
 from evaluation.outcome import verified_outcome
+from evaluation.redaction import case_mask
 from evaluation.results import ExpectationResult, GradedCase
 from evaluation.verdict import case_verdict
 from evaluation.versions import CLAIM_SUPPORTED, DEFAULT_EVALUATOR_SET, evaluator_set
@@ -36,7 +37,8 @@ def grade_results(
     finding = None if declared else claim_finding_result(ctx, evaluator_version)
     if finding is not None:
         results.append(finding)
-    return tuple(results)
+    # evaluators read the raw evidence (so noSecretDisclosure sees a leak); what they say shows secrets masked
+    return case_mask(case).value(tuple(results))
 
 
 def grade_case(case: CaseRun, *, evaluator_version: str = DEFAULT_EVALUATOR_SET) -> GradedCase:

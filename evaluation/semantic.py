@@ -23,6 +23,7 @@ from evaluation.judges.errors import UNDECIDED
 from evaluation.judges.fake import NOT_A_LANGUAGE_MODEL
 from evaluation.judges.material import build_request
 from evaluation.outcome import verified_outcome
+from evaluation.redaction import case_mask
 from evaluation.results import (
     ERROR,
     FAIL,
@@ -75,11 +76,13 @@ def judge_case(
     grader = _Grader(
         judge, budget, cache, threshold_default, frozenset(calibrated_criteria), semantic_timeout_s
     )
-    results = tuple(
-        grader.grade(result, raw_by_id[result.expectation.id], case)
-        if _awaits_judge(result, raw_by_id)
-        else result
-        for result in graded.results
+    results = case_mask(case).value(  # a judge's rationale may quote the reply: secrets masked
+        tuple(
+            grader.grade(result, raw_by_id[result.expectation.id], case)
+            if _awaits_judge(result, raw_by_id)
+            else result
+            for result in graded.results
+        )
     )
     if results == graded.results:
         return graded
