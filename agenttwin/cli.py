@@ -161,7 +161,11 @@ def _suite_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--suite", nargs="+", default=["demo"], metavar="SUITE", help="'demo', a directory, or scenario files"
     )
-    p.add_argument("--twin", metavar="TWIN", help="twin file (default: the demo twin)")
+    p.add_argument(
+        "--twin",
+        metavar="TWIN",
+        help="twin file or 'demo' (default: the demo twin; a scenario written for another twin is then an error)",
+    )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"run seed (default {DEFAULT_SEED})")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,14 @@ def twin_check(args: argparse.Namespace) -> int:
 
 
 def scenario_check(args: argparse.Namespace) -> int:
-    from twin_engine.documents import load_scenario
+    from twin_engine.documents import load_scenario, twin_mismatch
 
     twin = _load_twin(args.twin) if args.twin else None
     rows = []
     for f in args.files:
         s = load_scenario(f, twin=twin)
+        if twin is not None and (problem := twin_mismatch(s, twin)) is not None:
+            _note(f"{problem}; checked against it as --twin asks")
         rows.append({"file": f, "scenario": s.name, "expectations": len(s.expectations), "spec_hash": s.spec_hash})
     if args.json:
         out(to_json({"ok": True, "scenarios": rows}))
@@ -52,6 +55,8 @@ def twin_call(args: argparse.Namespace) -> int:
         config = ScenarioConfig.from_scenario(load_scenario(args.scenario, twin=twin).raw)
     calls = _read_calls(Path(args.calls))
     case = twin.new_case(scenario=config, seed=args.seed, tenant=args.tenant)
+    if twin.tenant_key and case.tenant is None:
+        _note("tenant checks are off: no --tenant and no scenario tenant, so every tenant's records are reachable")
     for call in calls:
         case.call(call["tool"], call.get("arguments", {}), headers=call.get("headers"))
     result = {
@@ -70,6 +75,11 @@ def twin_call(args: argparse.Namespace) -> int:
         out(table(["seq", "tool", "http", "status", "error", "fault", "mutated", "replayed"], rows))
         out(f"\nstate hash {result['state_hash']}")
     return 0
+
+
+def _note(text: str) -> None:
+    """A one-line note on stderr: stdout stays the command's output (tables or JSON)."""
+    print(f"agenttwin: note: {text}", file=sys.stderr)
 
 
 def _read_calls(path: Path) -> list[dict[str, Any]]:

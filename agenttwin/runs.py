@@ -5,6 +5,7 @@ Evaluations go through the event pipeline (agenttwin.pipeline); this module only
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,18 +16,28 @@ from evaluation.results import GradedCase
 from evaluation.versions import DEFAULT_EVALUATOR_SET
 from producers.simulator import simulate_suite
 from twin_engine.canonical import sha256_hex
-from twin_engine.documents import Scenario, load_suite, load_twin
+from twin_engine.documents import Scenario, load_suite, load_twin, twin_mismatch
 from twin_engine.twin import Twin
 
 JSON = Any
 
 
 def load_world(suite: Sequence[str], twin_file: str | None) -> tuple[Twin, list[Scenario]]:
-    """The twin (default: the packaged Demo Co twin) and the selected scenarios, validated against it."""
+    """The twin and the selected scenarios, validated against it (tool names, faults, allowedTools).
+
+    Without `twin_file` the twin is the packaged Demo Co twin, and a scenario written for another twin
+    (`spec.twin`) is an error: never a silent default. A twin named explicitly is the user's choice;
+    each scenario written for another twin gets a note on stderr.
+    """
     from agenttwin.demo import TWIN_FILE
 
-    twin = load_twin(twin_file or TWIN_FILE)
-    return twin, load_suite(list(suite), twin=twin)
+    twin = load_twin(TWIN_FILE if twin_file in (None, "demo") else twin_file)
+    scenarios = load_suite(list(suite), twin=twin, twin_explicit=twin_file is not None)
+    for scenario in scenarios if twin_file is not None else ():
+        problem = twin_mismatch(scenario, twin)
+        if problem is not None:
+            print(f"agenttwin: note: {problem}; running it there as --twin asks", file=sys.stderr)
+    return twin, scenarios
 
 
 def graded_to_view(graded: GradedCase) -> dict[str, JSON]:

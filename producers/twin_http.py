@@ -30,6 +30,7 @@ PREFIX = "/twin/v1"
 DEFAULT_MAX_CALLS_PER_CASE = 200
 DEFAULT_MAX_FAULT_DELAY_MS = 30_000
 MAX_BODY_BYTES = 1 << 20  # refused with 413 and a record; the engine itself refuses arguments over 256 KiB
+MAX_DRAIN_BYTES = 8 << 20  # a refused body up to this size is read and dropped, so the sender sees the 413
 # Never handed to the engine: credentials and hop-by-hop headers (spec §2.11).
 DROPPED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "connection", "host"})
 
@@ -250,6 +251,7 @@ class _EndpointHandler(JsonHandler):
                 body = self.read_body()
             except BodyError as exc:
                 body, refused = b"", exc
+                self._drain()
             forwarded = {k.lower(): v for k, v in self.headers.items() if k.lower() not in DROPPED_HEADERS}
             reply = self.server.endpoint.call_tool(authorization, tool, body, forwarded, refused)
         except _Refused as exc:
@@ -258,6 +260,21 @@ class _EndpointHandler(JsonHandler):
         # the delay is slept outside the case lock, so other work on the case is not held up
         time.sleep(self.server.endpoint.fault_sleep_s(reply.delay_ms))
         self._send_reply(reply)
+
+    def _drain(self) -> None:
+        """Read and drop a refused body of at most MAX_DRAIN_BYTES, so its sender gets the 413 reply
+        instead of a broken pipe; a larger one is not read (the connection closes)."""
+        try:
+            left = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return
+        if not 0 < left <= MAX_DRAIN_BYTES:
+            return
+        while left > 0:
+            chunk = self.rfile.read(min(left, 64 * 1024))
+            if not chunk:
+                return
+            left -= len(chunk)
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)

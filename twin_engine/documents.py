@@ -175,6 +175,35 @@ def load_twin(path: str | Path) -> Twin:
         raise exc.located(doc.source_name, doc.line_for_path(exc.path)) from None
 
 
+def twin_identity(twin: Twin | LoadedDocument | Mapping[str, Any]) -> tuple[str, str | None]:
+    """The twin's name and its `metadata.version` (None when it has none)."""
+    data: Any = twin.data if isinstance(twin, LoadedDocument) else twin
+    doc = data if isinstance(data, Mapping) else data.definition
+    meta = doc.get("metadata") or {}
+    version = meta.get("version")
+    return str(meta.get("name", "")), str(version) if version is not None else None
+
+
+def twin_mismatch(scenario: Scenario, twin: Twin | LoadedDocument | Mapping[str, Any]) -> str | None:
+    """Why `scenario` is not written for `twin` (its `spec.twin`: `name` or `name@version`), or None."""
+    return _twin_mismatch(scenario.name, scenario.twin, twin)
+
+
+def _twin_mismatch(
+    scenario_name: str, written_for: str | None, twin: Twin | LoadedDocument | Mapping[str, Any]
+) -> str | None:
+    if not written_for:
+        return None
+    name, _, version = written_for.partition("@")
+    twin_name, twin_version = twin_identity(twin)
+    if name == twin_name and (not version or version == twin_version):
+        return None
+    shown = f"'{twin_name}@{twin_version}'" if twin_version else f"'{twin_name}'"
+    if name == twin_name and twin_version is None:
+        shown += " (no version)"
+    return f"scenario '{scenario_name}' is written for twin '{written_for}', not for {shown}"
+
+
 def twin_tool_names(twin: Twin | LoadedDocument | Mapping[str, Any]) -> frozenset[str]:
     """Tool names of a twin given as a built Twin, a loaded twin document or its data."""
     data: Any = twin.data if isinstance(twin, LoadedDocument) else twin
@@ -219,11 +248,15 @@ def load_scenario(path: str | Path, twin: Twin | LoadedDocument | Mapping[str, A
 
 
 def load_suite(
-    spec: str | Path | Sequence[str | Path], twin: Twin | LoadedDocument | Mapping[str, Any] | None = None
+    spec: str | Path | Sequence[str | Path],
+    twin: Twin | LoadedDocument | Mapping[str, Any] | None = None,
+    *,
+    twin_explicit: bool = True,
 ) -> list[Scenario]:
     """Scenarios of "demo" (the packaged nine), of directories (*.yaml, *.yml, *.json) or of files.
 
-    Sorted by scenario name; two files with the same scenario name are an error.
+    Sorted by scenario name; two files with the same scenario name are an error. With a `twin` that
+    nobody named (`twin_explicit=False`: a default), a scenario written for another twin is an error.
     """
     items = [spec] if isinstance(spec, str | Path) else list(spec)
     files: list[Path] = []
@@ -233,7 +266,7 @@ def load_suite(
                 files.append(file)
     seen: dict[str, Scenario] = {}
     for file in files:
-        scenario, doc = _load_scenario(file, twin)
+        scenario, doc = _load_scenario(file, twin, twin_explicit=twin_explicit)
         if scenario.name in seen:
             raise located_error(
                 doc,
@@ -275,15 +308,21 @@ def scenario_from_text(
 
 
 def _load_scenario(
-    path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None
+    path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None, *, twin_explicit: bool = True
 ) -> tuple[Scenario, LoadedDocument]:
     doc = load_scenario_document(path)
-    return _scenario_from_document(doc, twin), doc
+    return _scenario_from_document(doc, twin, twin_explicit=twin_explicit), doc
 
 
-def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | Mapping[str, Any] | None) -> Scenario:
+def _scenario_from_document(
+    doc: LoadedDocument, twin: Twin | LoadedDocument | Mapping[str, Any] | None, *, twin_explicit: bool = True
+) -> Scenario:
     data: dict[str, Any] = doc.data
     meta, spec = data["metadata"], data["spec"]
+    if twin is not None and not twin_explicit:  # a default twin never runs a scenario written for another
+        problem = _twin_mismatch(meta["name"], spec.get("twin"), twin)
+        if problem is not None:
+            raise located_error(doc, ("spec", "twin"), f"{problem}; name its twin with --twin")
     expectations = _expectations_with_ids(doc, spec["expectations"])
     faults = spec.get("faults", [])
     allowed = spec.get("allowedTools")
@@ -305,6 +344,7 @@ def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | M
                         ("spec", listed, index),
                         f"'{tool}' is not a tool of the twin (tools: {known})",
                     )
+        _check_expectation_tools(doc, spec["expectations"], tools)
     _check_patterns(doc, expectations)
     scenario_input = spec["input"]
     scenario = Scenario(
@@ -332,6 +372,20 @@ def _scenario_from_document(doc: LoadedDocument, twin: Twin | LoadedDocument | M
         source=doc.source_name,
     )
     return scenario
+
+
+def _check_expectation_tools(doc: LoadedDocument, expectations: Iterable[Any], tools: frozenset[str]) -> None:
+    """Every tool an expectation names is a tool of the twin: a typo would pass (or fail) forever."""
+    for index, expectation in enumerate(expectations):
+        named: list[tuple[DocPath, Any]] = [(("tool",), expectation.get("tool"))]
+        for field in ("mustCall", "before"):
+            named += [((field, i), tool) for i, tool in enumerate(expectation.get(field) or [])]
+        for where, tool in named:
+            if isinstance(tool, str) and tool not in tools:
+                guess = difflib.get_close_matches(tool, sorted(tools), n=1)
+                hint = f"; did you mean '{guess[0]}'?" if guess else f" (tools: {', '.join(sorted(tools))})"
+                path = ("spec", "expectations", index, *where)
+                raise located_error(doc, path, f"'{tool}' is not a tool of the twin{hint}")
 
 
 def _check_patterns(doc: LoadedDocument, expectations: Iterable[Mapping[str, Any]]) -> None:

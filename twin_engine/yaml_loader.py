@@ -2,8 +2,9 @@
 
 Twin, scenario and manifest documents are data written by people, so the loader is strict: no anchors or
 aliases (they hide what a value is), no duplicate keys (the last one would silently win), string keys only,
-no custom tags, a size limit. Every error is a one-line DefinitionError naming the file and line, and the
-loaded document can map a path such as `spec.tools.refund_payment.handler.effects[0].op` back to its line.
+no tags on any node (mappings and lists included: a tag asks for a custom type), a size limit. Every error
+is a one-line DefinitionError naming the file and the line where the problem starts, and the loaded document
+can map a path such as `spec.tools.refund_payment.handler.effects[0].op` back to its line.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def load_document_text(text: str, source_name: str, *, max_bytes: int, require_m
             data = _Walker(loader, source_name, lines).build(root, ())
     except yaml.YAMLError as exc:
         if not is_json:
-            raise _syntax_error(exc, source_name) from None
+            raise _syntax_error(exc, source_name, text) from None
         lines = {}  # valid JSON that YAML cannot read (a key over 1024 characters): keep it, without lines
     finally:
         loader.dispose()
@@ -156,6 +157,7 @@ class _StrictLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.anchored: dict[int, str] = {}
+        self.tagged: dict[int, str] = {}  # nodes written with an explicit tag (`!!set`, `!x`, `!!str`)
 
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -163,9 +165,12 @@ class _StrictLoader(yaml.SafeLoader):
             return ScalarNode(_ALIAS_TAG, str(event.anchor), event.start_mark, event.end_mark)
         event = self.peek_event()  # type: ignore[no-untyped-call]
         anchor = getattr(event, "anchor", None)
+        tag = getattr(event, "tag", None)
         node = super().compose_node(parent, index)
         if anchor is not None and node is not None:
             self.anchored[id(node)] = str(anchor)
+        if tag is not None and node is not None:
+            self.tagged[id(node)] = str(tag)
         return node
 
 
@@ -182,6 +187,12 @@ class _Walker:
         anchor = self.loader.anchored.get(id(node))
         if anchor is not None:
             raise self.fail(f"YAML anchors are not allowed (found &{anchor}); write the value out", node, path)
+        tag = self.loader.tagged.get(id(node))
+        if tag is not None:  # any explicit tag, on any node: documents are plain data
+            raise self.fail(f"YAML tags are not allowed (found {_shown_tag(tag)})", node, path)
+        if isinstance(node, MappingNode | SequenceNode) and node.tag not in (_TAG + "map", _TAG + "seq"):
+            # a tag on a mapping or list asks for a custom type (`!!python/object`, `!!set`, `!!omap`, `!x`)
+            raise self.fail(f"YAML tags are not allowed (found {_shown_tag(node.tag)})", node, path)
         if isinstance(node, MappingNode):
             return self._mapping(node, path)
         if isinstance(node, SequenceNode):
@@ -230,15 +241,28 @@ class _Walker:
             if isinstance(value, float) and not math.isfinite(value):
                 raise self.fail(f"'{node.value}' is not a finite number (JSON has no NaN or infinity)", node, path)
             return value
-        raise self.fail(f"unsupported YAML tag {tag!r}", node, path)
+        raise self.fail(f"YAML tags are not allowed (found {_shown_tag(tag)})", node, path)
 
 
-def _syntax_error(exc: yaml.YAMLError, source_name: str) -> DefinitionError:
+def _syntax_error(exc: yaml.YAMLError, source_name: str, text: str) -> DefinitionError:
     if not isinstance(exc, yaml.MarkedYAMLError):
         return DefinitionError(f"YAML syntax error: {exc}", file=source_name)
     mark = exc.problem_mark or exc.context_mark
+    if exc.context_mark is not None and (exc.context or "").startswith(_UNCLOSED):
+        mark = exc.context_mark  # an unclosed quote or bracket: the problem starts where it was opened
     line = mark.line + 1 if mark else None
+    if line is not None:
+        line = max(1, min(line, len(text.splitlines()) or 1))  # never past the end of the file
     return DefinitionError(f"YAML syntax error: {_describe_yaml_problem(exc)}", file=source_name, line=line)
+
+
+# Contexts PyYAML names when a construct opened earlier is never closed; its problem mark is then
+# wherever the scanner gave up (often the end of the file).
+_UNCLOSED = ("while scanning a quoted scalar", "while parsing a flow")
+
+
+def _shown_tag(tag: str) -> str:
+    return "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
 
 
 def _describe_yaml_problem(exc: yaml.MarkedYAMLError) -> str:
@@ -247,6 +271,10 @@ def _describe_yaml_problem(exc: yaml.MarkedYAMLError) -> str:
         problem = f"{exc.context}, {problem}"
     if "\\t" in problem:
         problem += " (indent YAML with spaces, not tabs)"
+    if (exc.context or "").startswith("while scanning a quoted scalar"):
+        problem += " (a quote opened on this line is never closed)"
+    elif (exc.context or "").startswith("while parsing a flow"):
+        problem += " (a bracket opened on this line is never closed)"
     return problem
 
 

@@ -228,13 +228,13 @@ CASES = [
         "YAML aliases are not allowed (found *elsewhere)",
     ),
     Case("tab-indent", "twin", "        kind: read", "\tkind: read", "\tkind", "", "YAML syntax error"),
-    # The parser notices the missing '}' where the next key starts.
+    # The parser notices the missing '}' where the next key starts; the error names the line it was opened on.
     Case(
         "unclosed-flow",
         "twin",
         "    orders: {}",
         "    orders: {a: 1",
-        "  tools:",
+        "orders: {a: 1",
         "",
         "YAML syntax error: expected ','",
     ),
