@@ -417,3 +417,4 @@ SETTINGS non_replicated_deduplication_window = 1000;
 ALTER TABLE evaluation_requests ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE pairs ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE cases ADD COLUMN IF NOT EXISTS `escalation_tools` Array(String);
+ALTER TABLE cases ADD COLUMN IF NOT EXISTS `claim_findings_json` Nullable(String);
