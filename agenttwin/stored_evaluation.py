@@ -16,6 +16,7 @@ from consumers.clickhouse import Warehouse
 from consumers.clickhouse import sql_literal as lit
 from evaluation.codec import graded_from_dict
 from evaluation.gate import GateContradiction
+from evaluation.redaction import SecretMask
 from evaluation.results import GradedCase
 from streams.ids import PINNED_NOW
 
@@ -93,7 +94,7 @@ def load_stored(
     ).as_dicts()
     rows = warehouse.query(
         "SELECT k.scenario_name, c.side, k.agent, k.claimed_status, k.verified_status, k.detail, k.case_id, "
-        "c.output, k.tool, k.trace_id, k.occurred_at FROM contradictions AS k FINAL "
+        "c.output, k.tool, k.trace_id, k.occurred_at, c.secrets FROM contradictions AS k FINAL "
         "LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
         f"WHERE k.kind = 'contradiction' AND k.evaluation_id = {lit(evaluation_id)} "
         f"AND k.evaluator_version = {lit(evaluator_version)} ORDER BY k.scenario_name, k.case_id"
@@ -107,7 +108,7 @@ def load_stored(
             verified=str(r[4] or ""),
             detail=str(r[5]),
             case_id=str(r[6] or ""),
-            reply=r[7],
+            reply=SecretMask(r[11] or ()).text(r[7]) if r[7] else r[7],  # the raw reply, shown masked
             tool=r[8],
             trace_id=str(r[9]),
         )

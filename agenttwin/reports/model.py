@@ -11,6 +11,7 @@ from typing import Any
 from agenttwin.stored_evaluation import StoredContradiction, StoredEvaluation
 from evaluation.classification import ALL_CLASSIFICATIONS
 from evaluation.gate import GateDecision, metrics_of
+from evaluation.redaction import case_mask
 from evaluation.results import GradedCase
 from evaluation.summary import SUMMED
 
@@ -197,9 +198,16 @@ def _case_view(
         expectations=expectations,
         contradictions=tuple(k for k in contradictions if k.scenario == doc["scenario"]),
         trials=doc.get("trials"),
-        baseline_reply=base_graded.case.output if base_graded else None,
-        candidate_reply=cand_graded.case.output if cand_graded else None,
+        baseline_reply=_shown_reply(base_graded),
+        candidate_reply=_shown_reply(cand_graded),
     )
+
+
+def _shown_reply(graded: GradedCase | None) -> str | None:
+    """The agent's raw reply, with the case's secrets masked: a report is a derived text."""
+    if graded is None or graded.case.output is None:
+        return None
+    return case_mask(graded.case).text(graded.case.output)
 
 
 def _rank(classification: str) -> int:

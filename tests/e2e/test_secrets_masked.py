@@ -95,6 +95,18 @@ def test_derived_texts_never_show_the_secret(capsys: pytest.CaptureFixture[str],
     alerts = run(capsys, "alerts", "tail", "--json", "--data-dir", data)
     assert "contradiction" in alerts and SECRET not in alerts
 
+    # the reports and the gate of the stored evaluation (their replies are the raw reply, shown masked)
+    reports = {fmt: tmp_path / f"report.{fmt}" for fmt in ("junit", "markdown", "html")}
+    flags = [arg for fmt, path in reports.items() for arg in (f"--{fmt}", str(path))]
+    run(capsys, "report", doc["evaluation_id"], *flags, "--data-dir", data)
+    for fmt, path in reports.items():
+        text = path.read_text(encoding="utf-8")
+        assert SECRET not in text, fmt
+        assert "‹secret:api" in text, fmt  # Markdown escapes the underscore
+    main(["gate", doc["evaluation_id"], "--json", "--data-dir", data])  # its exit status is the decision
+    gate = capsys.readouterr().out
+    assert '"decision"' in gate and SECRET not in gate
+
     # the raw evidence keeps it
     raw = run(capsys, "sql", "SELECT arguments_json FROM twin_calls", "--format", "csv", "--data-dir", data)
     assert SECRET in raw
