@@ -149,6 +149,7 @@ def _kafka_arg(p: argparse.ArgumentParser) -> None:
         metavar="BOOTSTRAP",
         help="run through this Kafka cluster instead of the embedded log (default: $KAFKA_BOOTSTRAP_SERVERS)",
     )
+    kafka_cli.add_naming_args(p)
 
 
 def _data_dir_arg(p: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
-from streams.kafka.naming import Naming
+from streams.kafka.naming import DEFAULT_PREFIX, WIRE_MODES, Naming
 from streams.kafka.planner_loop import PlannerLoop
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import TopicTail, group_lag, read_all
@@ -47,6 +47,39 @@ def resolve_bootstrap(flag: str | None, settings: Settings) -> str:
     if not bootstrap:
         raise CliError("no Kafka cluster: pass --kafka HOST:PORT or set KAFKA_BOOTSTRAP_SERVERS")
     return bootstrap
+
+
+def add_naming_args(p: argparse.ArgumentParser) -> None:
+    """--topic-prefix, --wire and --schema-registry: where a Kafka command finds the pipeline and how values
+    are framed (defaults: AGENTTWIN_TOPIC_PREFIX / `agenttwin.`, AGENTTWIN_WIRE / single-object,
+    AGENTTWIN_SCHEMA_REGISTRY_URL)."""
+    p.add_argument(
+        "--topic-prefix",
+        default=None,
+        metavar="PREFIX",
+        help=f"prefix of every Kafka topic, group and transactional id (default $AGENTTWIN_TOPIC_PREFIX or "
+        f"'{DEFAULT_PREFIX}'; '' = unprefixed names)",
+    )
+    p.add_argument(
+        "--wire",
+        choices=WIRE_MODES,
+        default=None,
+        help="value framing written to Kafka: Avro single-object (default) or Confluent (00 + registry id); "
+        "readers accept both",
+    )
+    p.add_argument(
+        "--schema-registry", metavar="URL", default=None, help="Confluent-compatible schema registry (confluent wire)"
+    )
+
+
+def naming_for(args: argparse.Namespace, settings: Settings) -> Naming:
+    """The Naming of a Kafka command from its flags and the environment; bad values are usage errors."""
+    try:
+        return settings.naming(
+            getattr(args, "topic_prefix", None), getattr(args, "wire", None), getattr(args, "schema_registry", None)
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def kafka_data_dir(settings: Settings) -> Path:
@@ -103,7 +136,7 @@ def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "selects the consumer group grader-<version> / comparator-<version>",
     )
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="bootstrap servers (default: KAFKA_BOOTSTRAP_SERVERS)")
-    p.add_argument("--topic-prefix", default="", help="prefix of every topic, group and transactional id")
+    add_naming_args(p)
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=worker_command)
     return p
@@ -112,7 +145,7 @@ def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 def worker_command(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = resolve_bootstrap(args.kafka, settings)
-    naming = Naming(args.topic_prefix)
+    naming = naming_for(args, settings)
     versions = args.evaluator_versions or [DEFAULT_EVALUATOR_SET]
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ensure_topics(bootstrap, naming)

@@ -92,7 +92,7 @@ def evaluate(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import evaluate_on_kafka
+        from agenttwin.kafka_cli import evaluate_on_kafka, naming_for
 
         request = evaluation_request(
             args.baseline,
@@ -106,11 +106,19 @@ def evaluate(args: argparse.Namespace) -> int:
         )
         started = time.perf_counter()
         with _kafka_warehouse(args, settings) as wh:
-            report = evaluate_on_kafka(bootstrap, request, local_workers=not args.workers_running, warehouse=wh)
+            report = evaluate_on_kafka(
+                bootstrap,
+                request,
+                local_workers=not args.workers_running,
+                warehouse=wh,
+                naming=naming_for(args, settings),
+            )
             assert not isinstance(report, list)
             doc = report.to_dict()
             doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
-            epilogue = after_evaluate(args, kafka_store(bootstrap, wh), request.evaluation_id, version)
+            epilogue = after_evaluate(
+                args, kafka_store(bootstrap, wh, naming_for(args, settings)), request.evaluation_id, version
+            )
         return _print_evaluation(args, doc, epilogue)
     settings, emb = _open(args)
     with emb:
@@ -222,14 +230,15 @@ def demo(args: argparse.Namespace) -> int:
     ]
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import evaluate_on_kafka
+        from agenttwin.kafka_cli import evaluate_on_kafka, naming_for
 
         with _kafka_warehouse(args, settings) as wh:
-            evaluate_on_kafka(bootstrap, requests, local_workers=True, warehouse=wh)
+            evaluate_on_kafka(bootstrap, requests, local_workers=True, warehouse=wh, naming=naming_for(args, settings))
             out(f"AgentTwin demo: the field notes' story on Kafka ({bootstrap})\n")
             _print_demo(wh, requests, version)
             root = Path(args.data_dir).expanduser() if args.data_dir else settings.resolved_data_dir
-            report = demo_epilogue(kafka_store(bootstrap, wh), [r.evaluation_id for r in requests], version, root)
+            store = kafka_store(bootstrap, wh, naming_for(args, settings))
+            report = demo_epilogue(store, [r.evaluation_id for r in requests], version, root)
         out(f"HTML report of the story: {report}")
         return 0
     settings, emb = _open(args)
@@ -301,10 +310,10 @@ def replay(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import replay_on_kafka
+        from agenttwin.kafka_cli import naming_for, replay_on_kafka
 
         with _kafka_warehouse(args, settings) as wh:
-            result = replay_on_kafka(bootstrap, version, warehouse=wh)
+            result = replay_on_kafka(bootstrap, version, warehouse=wh, naming=naming_for(args, settings))
             out(
                 f"Replayed the topics from offset 0 under evaluator {version} (new consumer groups): "
                 f"{result.verdicts} verdicts, {result.comparisons} comparisons."
@@ -337,10 +346,10 @@ def sql(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import sync_warehouse_from_kafka
+        from agenttwin.kafka_cli import naming_for, sync_warehouse_from_kafka
 
         with _kafka_warehouse(args, settings) as wh:
-            sync_warehouse_from_kafka(bootstrap, wh)  # project anything new first
+            sync_warehouse_from_kafka(bootstrap, wh, naming=naming_for(args, settings))  # project anything new first
             result = wh.query(args.query)
     else:
         _, emb = _open(args)

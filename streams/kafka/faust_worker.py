@@ -51,6 +51,11 @@ BATCH_MAX = 500
 BATCH_WITHIN_S = 0.02
 
 
+def _seconds(timestamp_ms: int | None) -> float | None:
+    """faust takes seconds and sends int(seconds * 1000): half a millisecond more keeps that exact."""
+    return None if timestamp_ms is None else (timestamp_ms + 0.5) / 1000.0
+
+
 def has_timer(processor: Processor) -> bool:
     return type(processor).tick is not Processor.tick
 
@@ -286,7 +291,7 @@ class FaustWorker:
         topic = self._topic(self.changelog)
         await self._send_all(
             [
-                (topic, key.encode(), None if value is DELETED else dumps(value), None, p)
+                (topic, key.encode(), None if value is DELETED else dumps(value), None, p, None)
                 for p, partition_changes in changes.items()
                 for key, value in partition_changes
             ]
@@ -312,18 +317,27 @@ class FaustWorker:
         if not events:
             return
         messages = [self._codec.encode(e) for e in events]
-        await self._send_all([(self._topic(m.topic), m.key, m.value, m.headers, None) for m in messages])
+        sends = [(self._topic(m.topic), m.key, m.value, m.headers, None, m.timestamp_ms) for m in messages]
+        await self._send_all(sends)
 
-    async def _send_all(self, sends: Sequence[tuple[Any, bytes, bytes | None, Any, int | None]]) -> None:
-        """(topic, key, value, headers, partition or None for the key's) each; all acknowledged on return."""
+    async def _send_all(self, sends: Sequence[tuple[Any, bytes, bytes | None, Any, int | None, int | None]]) -> None:
+        """(topic, key, value, headers, partition or None for the key's, timestamp ms or None for now) each;
+        all acknowledged on return."""
         if not sends:
             return
         delay = 0.2
         while True:
             try:
                 pending = [
-                    await topic.send(key=key, value=value, partition=partition, headers=headers, force=True)
-                    for topic, key, value, headers, partition in sends
+                    await topic.send(
+                        key=key,
+                        value=value,
+                        partition=partition,
+                        headers=headers,
+                        timestamp=_seconds(timestamp_ms),
+                        force=True,
+                    )
+                    for topic, key, value, headers, partition, timestamp_ms in sends
                 ]
                 await asyncio.gather(*pending)
                 return

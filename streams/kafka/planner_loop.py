@@ -28,7 +28,7 @@ from confluent_kafka import (
 from streams.embedded import DecodeError
 from streams.events import EvaluationRequested, Event
 from streams.kafka.clients import consumer_config, producer_config
-from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
+from streams.kafka.codec import KafkaCodec, OutMessage, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.thread_loop import ThreadLoop
 from streams.processors.planner import Planner
@@ -125,7 +125,7 @@ class PlannerLoop(ThreadLoop):
                 for m in msgs:
                     for event in self._outputs(m):
                         out = self.codec.encode(event)
-                        self._produce(producer, out.topic, out.key, out.value, out.headers)
+                        self._produce(producer, out)
                         produced += 1
                 producer.send_offsets_to_transaction(
                     [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
@@ -148,10 +148,12 @@ class PlannerLoop(ThreadLoop):
                     producer = self._fresh_producer()
 
     @staticmethod
-    def _produce(producer: Producer, topic: str, key: bytes, value: bytes, headers: Any) -> None:
+    def _produce(producer: Producer, out: OutMessage) -> None:
         while True:
             try:
-                producer.produce(topic, key=key, value=value, headers=headers)
+                producer.produce(
+                    out.topic, key=out.key, value=out.value, headers=out.headers, timestamp=out.timestamp_ms or 0
+                )
                 return
             except BufferError:
                 producer.poll(0.1)

@@ -129,7 +129,8 @@ class SinkLoop(ThreadLoop):
         if letters:
             for letter in letters:
                 out = self.codec.encode(letter)
-                dlq.produce(out.topic, key=out.key, value=out.value, headers=out.headers)
+                stamp = out.timestamp_ms or 0
+                dlq.produce(out.topic, key=out.key, value=out.value, headers=out.headers, timestamp=stamp)
             if dlq.flush(FLUSH_TIMEOUT_S):
                 raise RuntimeError(f"{self.name}: dead letters not acknowledged within {FLUSH_TIMEOUT_S} s")
         if batch:
