@@ -109,7 +109,7 @@ def build_workers(
         elif kind == "grader":
             workers += [FaustWorker(Grader(v, refine), bootstrap, naming, data_dir) for v in versions]
         elif kind == "comparator":
-            workers += [FaustWorker(Comparator(v), bootstrap, naming, data_dir) for v in versions]
+            workers.append(FaustWorker(Comparator(), bootstrap, naming, data_dir))  # every version, one group
         elif kind == "outcome-join":
             workers.append(FaustWorker(OutcomeJoin(), bootstrap, naming, data_dir))
         elif kind == "sink":
@@ -133,7 +133,7 @@ def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         dest="evaluator_versions",
         metavar="VERSION",
         help=f"grader/comparator evaluator set; repeatable (default {DEFAULT_EVALUATOR_SET}); "
-        "selects the consumer group grader-<version> / comparator-<version>",
+        "selects the consumer group grader-<version> (the comparator serves every version in one group)",
     )
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="bootstrap servers (default: KAFKA_BOOTSTRAP_SERVERS)")
     add_naming_args(p)
@@ -308,16 +308,16 @@ def replay_on_kafka(
     naming: Naming | None = None,
     refine: Refine | None = None,
 ) -> ReplayResult:
-    """Re-grade everything on the topics under `version`: grader-<version> and comparator-<version> start
-    as new consumer groups from offset 0 and run until their groups have no lag; the outcome join (one
-    group for all versions) and, if a warehouse is given, the sink resume and take the new events in.
+    """Re-grade everything on the topics under `version`: grader-<version> starts as a new consumer group
+    from offset 0 and runs until its group has no lag; the comparator and the outcome join (one group each
+    for all versions) and, if a warehouse is given, the sink resume and take the new events in.
     The old version's verdicts stay; the new ones land beside them."""
     settings = settings or load_settings()
     naming = naming or Naming()
     ensure_topics(bootstrap, naming)
     # the outcome join is one group for all versions: it resumes where it was and joins the new version's
     # verified outcomes (its contradictions carry the evaluator version)
-    kinds: tuple[str, ...] = ("grader", "comparator", "outcome-join")
+    kinds: tuple[str, ...] = ("grader", "comparator", "outcome-join")  # the comparator serves every version
     if warehouse is not None:
         kinds += ("sink",)
     workers = build_workers(
@@ -341,7 +341,7 @@ def replay_on_kafka(
 async def _replay(bootstrap: str, version: str, workers: Sequence[Worker], naming: Naming, timeout_s: float) -> None:
     stages = (
         {f"grader-{version}": ("cases", "twin-calls")},
-        {f"comparator-{version}": ("verdicts",), "outcome-join": ("spans", "verified-outcomes")},
+        {"comparator": ("verdicts", "reviews"), "outcome-join": ("spans", "verified-outcomes")},
     )
     async with WorkerGroup(workers) as group:
         for stage in stages:  # the comparator's input grows while the grader replays: wait in order
