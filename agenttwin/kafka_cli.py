@@ -20,6 +20,7 @@ from agenttwin.errors import CliError
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
+from consumers.embedded_sink import SINK_GROUP
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
@@ -33,12 +34,15 @@ from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
 from streams.processors import Comparator, Grader, OutcomeJoin, Simulator
+from streams.topics import ALL_TOPICS
 
 WORKER_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink", "alerts", "all")
 # `all` = every processor and the sink (the alert tail prints; run it on its own).
 ALL_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink")
 DEFAULT_TIMEOUT_S = 300.0
 IDLE_S = 1.5
+LAG_SETTLE_S = 30.0
+log = logging.getLogger(__name__)
 
 
 def resolve_bootstrap(flag: str | None, settings: Settings) -> str:
@@ -236,18 +240,43 @@ async def _evaluate(
                 await asyncio.to_thread(publisher.publish, requests)
             await group.wait_for(completion.done, timeout_s=timeout_s, what="all comparisons")
             if workers:
-                await _settle(group, workers, timeout_s)
+                await _settle(group, workers, timeout_s, bootstrap, naming)
     return read_all(bootstrap, naming, ["evaluations", "verdicts"])
 
 
-async def _settle(group: WorkerGroup, workers: Sequence[Worker], timeout_s: float) -> None:
-    """Let trailing work (alerts, the sink) finish: every worker idle and the sink at the end of its topics."""
+async def _settle(
+    group: WorkerGroup, workers: Sequence[Worker], timeout_s: float, bootstrap: str, naming: Naming
+) -> None:
+    """Let trailing work (alerts, the sink) finish: every worker idle, the sink at the end of its topics and
+    every group of this process with lag 0 (committed past the last transaction markers too)."""
     sinks = [w for w in workers if isinstance(w, SinkLoop)]
     while True:
         await group.wait_idle(idle_s=IDLE_S, timeout_s=timeout_s)
         if all(s.caught_up for s in sinks):
-            return
+            break
         await asyncio.sleep(0.2)
+    groups = worker_inputs(workers)
+    try:
+        await group.wait_for(
+            lambda: not any(group_lag(bootstrap, naming, groups).values()),
+            timeout_s=min(timeout_s, LAG_SETTLE_S),
+            what="every group at lag 0",
+        )
+    except TimeoutError:
+        log.warning("some groups still show lag: %s", group_lag(bootstrap, naming, groups))
+
+
+def worker_inputs(workers: Sequence[Worker]) -> dict[str, tuple[str, ...]]:
+    """Logical consumer group -> the logical topics it reads, for the workers given."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for w in workers:
+        if isinstance(w, FaustWorker):
+            groups[w.processor.name] = w.processor.inputs
+        elif isinstance(w, PlannerLoop):
+            groups[w.planner.name] = w.planner.inputs
+        elif isinstance(w, SinkLoop):
+            groups[SINK_GROUP] = tuple(t.name for t in ALL_TOPICS)
+    return groups
 
 
 def evaluate_on_kafka(
@@ -350,7 +379,7 @@ async def _replay(bootstrap: str, version: str, workers: Sequence[Worker], namin
                 timeout_s=timeout_s,
                 what=f"{', '.join(stage)} caught up",
             )
-        await _settle(group, workers, timeout_s)
+        await _settle(group, workers, timeout_s, bootstrap, naming)
 
 
 def sync_warehouse_from_kafka(
