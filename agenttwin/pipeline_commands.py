@@ -396,6 +396,38 @@ def events_tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_topic(args: argparse.Namespace) -> int:
+    """`agenttwin export TOPIC --format avro|parquet|jsonl`: typed records of one event type of a topic."""
+    from consumers.export import ExportError, event_type_for, export
+
+    topic = TOPIC_BY_NAME.get(args.topic)
+    if topic is None:
+        raise CliError(f"unknown topic {args.topic!r}; topics: {', '.join(sorted(TOPIC_BY_NAME))}")
+    try:
+        event_type = event_type_for(topic, args.event)
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    suffix = f"-{event_type.__name__}" if args.event else ""
+    target = Path(args.output or f"{topic.name}{suffix}.{args.format}").expanduser()
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import naming_for
+        from streams.kafka.codec import KafkaCodec
+        from streams.kafka.reading import read_all
+
+        naming = naming_for(args, settings)
+        events = read_all(bootstrap, naming, [topic.name])
+        schemas = KafkaCodec(naming).schemas
+        n = export(events, event_type, args.format, target, schemas)
+    else:
+        _, emb = _open(args)
+        with emb:
+            n = export(emb.runtime.read_events(topic.name), event_type, args.format, target, emb.runtime.schemas)
+    out(f"{n} {event_type.__name__} event(s) of {topic.name} written to {target} ({args.format})")
+    return 0
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.hex()
