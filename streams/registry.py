@@ -57,28 +57,28 @@ def full_schema_json(schema: ParsedSchema) -> str:
 
 
 class SchemaRegistry:
-    """Thread-safe, caching client of one registry's Confluent-compatible REST API."""
+    """Thread-safe, caching client of one registry's Confluent-compatible REST API (ids cached for good)."""
 
     def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
         if not url.startswith(("http://", "https://")):
             raise RegistryError(f"schema registry URL must be http(s)://..., got {url!r}")
         self.url = url.rstrip("/")
-        self._client = httpx.Client(timeout=timeout_s, headers={"Accept": _CONTENT_TYPE})
+        self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self._ids: dict[tuple[str, str], int] = {}
         self._by_id: dict[int, ParsedSchema] = {}
         self._configured: set[str] = set()
 
-    def close(self) -> None:
-        self._client.close()
-
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         content = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": _CONTENT_TYPE} if body is not None else {}
+        headers = {"Accept": _CONTENT_TYPE, **({"Content-Type": _CONTENT_TYPE} if body is not None else {})}
         delay = 0.2
         for attempt in range(_ATTEMPTS):
             try:
-                response = self._client.request(method, self.url + path, content=content, headers=headers)
+                # one connection per call: calls are few (ids are cached) and no client outlives its codec
+                response = httpx.request(
+                    method, self.url + path, content=content, headers=headers, timeout=self._timeout_s
+                )
             except httpx.HTTPError as exc:
                 if attempt == _ATTEMPTS - 1:
                     raise RegistryError(f"schema registry {self.url} unreachable: {exc}") from exc
