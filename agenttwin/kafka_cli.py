@@ -101,7 +101,7 @@ def build_workers(
     refine: Refine | None,
     warehouse: Warehouse | None = None,
 ) -> list[Worker]:
-    """The workers of `kinds` (see WORKER_KINDS; not 'alerts'), graders/comparators one per version."""
+    """The workers of `kinds` (see WORKER_KINDS; not 'alerts'), graders one per version."""
     for v in versions:
         evaluator_set(v)
     workers: list[Worker] = []
@@ -370,7 +370,7 @@ def replay_on_kafka(
 async def _replay(bootstrap: str, version: str, workers: Sequence[Worker], naming: Naming, timeout_s: float) -> None:
     stages = (
         {f"grader-{version}": ("cases", "twin-calls")},
-        {"comparator": ("verdicts", "reviews"), "outcome-join": ("spans", "verified-outcomes")},
+        {"comparator": Comparator.inputs, "outcome-join": OutcomeJoin.inputs},
     )
     async with WorkerGroup(workers) as group:
         for stage in stages:  # the comparator's input grows while the grader replays: wait in order
