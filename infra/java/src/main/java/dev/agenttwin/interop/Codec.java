@@ -11,6 +11,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -46,7 +47,8 @@ final class Codec {
       long fingerprint = ByteBuffer.wrap(value, 2, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
       Schema writer = schemas.byFingerprint.get(fingerprint);
       if (writer == null) {
-        throw new IOException("no schema with fingerprint " + Long.toUnsignedString(fingerprint, 16));
+        // AgentTwin's one notation: the 8 fingerprint bytes in wire order, as hex
+        throw new IOException("no schema with fingerprint " + HexFormat.of().formatHex(value, 2, 10));
       }
       Schema reader = schemas.currentByName.get(writer.getFullName());
       // The reference single-object decoder: it finds the writer in the store by the header's fingerprint.
