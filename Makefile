@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe bench bench-ingest bench-kafka clean
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-ingest bench-kafka clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ kafka-down:
 
 kafka-wipe:
 	bash infra/kafka/kafka.sh wipe
+
+## A Confluent-compatible schema registry (Apicurio Registry from Maven Central) for --wire confluent.
+registry-up:
+	bash infra/registry/registry.sh up
+
+registry-down:
+	bash infra/registry/registry.sh down
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

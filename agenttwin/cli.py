@@ -117,6 +117,15 @@ def _parser() -> argparse.ArgumentParser:
     _data_dir_arg(tail)
     tail.set_defaults(func=pipeline_commands.events_tail)
 
+    ex = sub.add_parser("export", help="write a topic's events as typed records (Avro container, Parquet, JSON lines)")
+    ex.add_argument("topic", metavar="TOPIC")
+    ex.add_argument("--format", required=True, choices=("avro", "parquet", "jsonl"))
+    ex.add_argument("--event", metavar="TYPE", help="the event type, for a topic with several (evaluations)")
+    ex.add_argument("--output", "-o", metavar="FILE", help="default: ./<topic>[-<TYPE>].<format>")
+    _data_dir_arg(ex)
+    _kafka_arg(ex)
+    ex.set_defaults(func=pipeline_commands.export_topic)
+
     rv = sub.add_parser("review", help="a person overrides one expectation result on one side (with a note)")
     rv.add_argument("--evaluation-id", required=True)
     rv.add_argument("--scenario", required=True)
@@ -149,6 +158,7 @@ def _kafka_arg(p: argparse.ArgumentParser) -> None:
         metavar="BOOTSTRAP",
         help="run through this Kafka cluster instead of the embedded log (default: $KAFKA_BOOTSTRAP_SERVERS)",
     )
+    kafka_cli.add_naming_args(p)
 
 
 def _data_dir_arg(p: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ def user_error_types() -> tuple[type[BaseException], ...]:
     from evaluation.versions import UnknownEvaluatorSetError
     from producers.agents.errors import AgentSpecError
     from streams.embedded_log import EventLogError
+    from streams.registry import RegistryError
     from twin_engine.errors import TwinError
 
     return (
@@ -21,6 +22,7 @@ def user_error_types() -> tuple[type[BaseException], ...]:
         AgentSpecError,
         WarehouseError,
         EventLogError,
+        RegistryError,
         JudgeConfigError,
         UnknownEvaluatorSetError,
         FileNotFoundError,

@@ -20,12 +20,13 @@ from agenttwin.errors import CliError
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
+from consumers.embedded_sink import SINK_GROUP
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
-from streams.kafka.naming import Naming
+from streams.kafka.naming import DEFAULT_PREFIX, WIRE_MODES, Naming
 from streams.kafka.planner_loop import PlannerLoop
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import TopicTail, group_lag, read_all
@@ -33,12 +34,15 @@ from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
 from streams.processors import Comparator, Grader, OutcomeJoin, Simulator
+from streams.topics import ALL_TOPICS
 
 WORKER_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink", "alerts", "all")
 # `all` = every processor and the sink (the alert tail prints; run it on its own).
 ALL_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink")
 DEFAULT_TIMEOUT_S = 300.0
 IDLE_S = 1.5
+LAG_SETTLE_S = 30.0
+log = logging.getLogger(__name__)
 
 
 def resolve_bootstrap(flag: str | None, settings: Settings) -> str:
@@ -47,6 +51,39 @@ def resolve_bootstrap(flag: str | None, settings: Settings) -> str:
     if not bootstrap:
         raise CliError("no Kafka cluster: pass --kafka HOST:PORT or set KAFKA_BOOTSTRAP_SERVERS")
     return bootstrap
+
+
+def add_naming_args(p: argparse.ArgumentParser) -> None:
+    """--topic-prefix, --wire and --schema-registry: where a Kafka command finds the pipeline and how values
+    are framed (defaults: AGENTTWIN_TOPIC_PREFIX / `agenttwin.`, AGENTTWIN_WIRE / single-object,
+    AGENTTWIN_SCHEMA_REGISTRY_URL)."""
+    p.add_argument(
+        "--topic-prefix",
+        default=None,
+        metavar="PREFIX",
+        help=f"prefix of every Kafka topic, group and transactional id (default $AGENTTWIN_TOPIC_PREFIX or "
+        f"'{DEFAULT_PREFIX}'; '' = unprefixed names)",
+    )
+    p.add_argument(
+        "--wire",
+        choices=WIRE_MODES,
+        default=None,
+        help="value framing written to Kafka: Avro single-object (default) or Confluent (00 + registry id); "
+        "readers accept both",
+    )
+    p.add_argument(
+        "--schema-registry", metavar="URL", default=None, help="Confluent-compatible schema registry (confluent wire)"
+    )
+
+
+def naming_for(args: argparse.Namespace, settings: Settings) -> Naming:
+    """The Naming of a Kafka command from its flags and the environment; bad values are usage errors."""
+    try:
+        return settings.naming(
+            getattr(args, "topic_prefix", None), getattr(args, "wire", None), getattr(args, "schema_registry", None)
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def kafka_data_dir(settings: Settings) -> Path:
@@ -64,7 +101,7 @@ def build_workers(
     refine: Refine | None,
     warehouse: Warehouse | None = None,
 ) -> list[Worker]:
-    """The workers of `kinds` (see WORKER_KINDS; not 'alerts'), graders/comparators one per version."""
+    """The workers of `kinds` (see WORKER_KINDS; not 'alerts'), graders one per version."""
     for v in versions:
         evaluator_set(v)
     workers: list[Worker] = []
@@ -76,7 +113,7 @@ def build_workers(
         elif kind == "grader":
             workers += [FaustWorker(Grader(v, refine), bootstrap, naming, data_dir) for v in versions]
         elif kind == "comparator":
-            workers += [FaustWorker(Comparator(v), bootstrap, naming, data_dir) for v in versions]
+            workers.append(FaustWorker(Comparator(), bootstrap, naming, data_dir))  # every version, one group
         elif kind == "outcome-join":
             workers.append(FaustWorker(OutcomeJoin(), bootstrap, naming, data_dir))
         elif kind == "sink":
@@ -100,10 +137,10 @@ def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         dest="evaluator_versions",
         metavar="VERSION",
         help=f"grader/comparator evaluator set; repeatable (default {DEFAULT_EVALUATOR_SET}); "
-        "selects the consumer group grader-<version> / comparator-<version>",
+        "selects the consumer group grader-<version> (the comparator serves every version in one group)",
     )
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="bootstrap servers (default: KAFKA_BOOTSTRAP_SERVERS)")
-    p.add_argument("--topic-prefix", default="", help="prefix of every topic, group and transactional id")
+    add_naming_args(p)
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=worker_command)
     return p
@@ -112,7 +149,7 @@ def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 def worker_command(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = resolve_bootstrap(args.kafka, settings)
-    naming = Naming(args.topic_prefix)
+    naming = naming_for(args, settings)
     versions = args.evaluator_versions or [DEFAULT_EVALUATOR_SET]
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ensure_topics(bootstrap, naming)
@@ -203,18 +240,43 @@ async def _evaluate(
                 await asyncio.to_thread(publisher.publish, requests)
             await group.wait_for(completion.done, timeout_s=timeout_s, what="all comparisons")
             if workers:
-                await _settle(group, workers, timeout_s)
+                await _settle(group, workers, timeout_s, bootstrap, naming)
     return read_all(bootstrap, naming, ["evaluations", "verdicts"])
 
 
-async def _settle(group: WorkerGroup, workers: Sequence[Worker], timeout_s: float) -> None:
-    """Let trailing work (alerts, the sink) finish: every worker idle and the sink at the end of its topics."""
+async def _settle(
+    group: WorkerGroup, workers: Sequence[Worker], timeout_s: float, bootstrap: str, naming: Naming
+) -> None:
+    """Let trailing work (alerts, the sink) finish: every worker idle, the sink at the end of its topics and
+    every group of this process with lag 0 (committed past the last transaction markers too)."""
     sinks = [w for w in workers if isinstance(w, SinkLoop)]
     while True:
         await group.wait_idle(idle_s=IDLE_S, timeout_s=timeout_s)
         if all(s.caught_up for s in sinks):
-            return
+            break
         await asyncio.sleep(0.2)
+    groups = worker_inputs(workers)
+    try:
+        await group.wait_for(
+            lambda: not any(group_lag(bootstrap, naming, groups).values()),
+            timeout_s=min(timeout_s, LAG_SETTLE_S),
+            what="every group at lag 0",
+        )
+    except TimeoutError:
+        log.warning("some groups still show lag: %s", group_lag(bootstrap, naming, groups))
+
+
+def worker_inputs(workers: Sequence[Worker]) -> dict[str, tuple[str, ...]]:
+    """Logical consumer group -> the logical topics it reads, for the workers given."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for w in workers:
+        if isinstance(w, FaustWorker):
+            groups[w.processor.name] = w.processor.inputs
+        elif isinstance(w, PlannerLoop):
+            groups[w.planner.name] = w.planner.inputs
+        elif isinstance(w, SinkLoop):
+            groups[SINK_GROUP] = tuple(t.name for t in ALL_TOPICS)
+    return groups
 
 
 def evaluate_on_kafka(
@@ -275,16 +337,16 @@ def replay_on_kafka(
     naming: Naming | None = None,
     refine: Refine | None = None,
 ) -> ReplayResult:
-    """Re-grade everything on the topics under `version`: grader-<version> and comparator-<version> start
-    as new consumer groups from offset 0 and run until their groups have no lag; the outcome join (one
-    group for all versions) and, if a warehouse is given, the sink resume and take the new events in.
+    """Re-grade everything on the topics under `version`: grader-<version> starts as a new consumer group
+    from offset 0 and runs until its group has no lag; the comparator and the outcome join (one group each
+    for all versions) and, if a warehouse is given, the sink resume and take the new events in.
     The old version's verdicts stay; the new ones land beside them."""
     settings = settings or load_settings()
     naming = naming or Naming()
     ensure_topics(bootstrap, naming)
     # the outcome join is one group for all versions: it resumes where it was and joins the new version's
     # verified outcomes (its contradictions carry the evaluator version)
-    kinds: tuple[str, ...] = ("grader", "comparator", "outcome-join")
+    kinds: tuple[str, ...] = ("grader", "comparator", "outcome-join")  # the comparator serves every version
     if warehouse is not None:
         kinds += ("sink",)
     workers = build_workers(
@@ -308,7 +370,7 @@ def replay_on_kafka(
 async def _replay(bootstrap: str, version: str, workers: Sequence[Worker], naming: Naming, timeout_s: float) -> None:
     stages = (
         {f"grader-{version}": ("cases", "twin-calls")},
-        {f"comparator-{version}": ("verdicts",), "outcome-join": ("spans", "verified-outcomes")},
+        {"comparator": Comparator.inputs, "outcome-join": OutcomeJoin.inputs},
     )
     async with WorkerGroup(workers) as group:
         for stage in stages:  # the comparator's input grows while the grader replays: wait in order
@@ -317,7 +379,7 @@ async def _replay(bootstrap: str, version: str, workers: Sequence[Worker], namin
                 timeout_s=timeout_s,
                 what=f"{', '.join(stage)} caught up",
             )
-        await _settle(group, workers, timeout_s)
+        await _settle(group, workers, timeout_s, bootstrap, naming)
 
 
 def sync_warehouse_from_kafka(

@@ -109,7 +109,7 @@ def processors(
 ) -> list[Processor]:
     out: list[Processor] = [Planner(), Simulator(concurrency)] if simulate else []
     out += [Grader(v, refine) for v in versions]
-    out += [Comparator(v) for v in versions]
+    out.append(Comparator())  # one comparator for every version on the topic
     out.append(OutcomeJoin())
     return out
 

@@ -93,7 +93,7 @@ def evaluate(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import evaluate_on_kafka
+        from agenttwin.kafka_cli import evaluate_on_kafka, naming_for
 
         request = evaluation_request(
             args.baseline,
@@ -107,11 +107,19 @@ def evaluate(args: argparse.Namespace) -> int:
         )
         started = time.perf_counter()
         with _kafka_warehouse(args, settings) as wh:
-            report = evaluate_on_kafka(bootstrap, request, local_workers=not args.workers_running, warehouse=wh)
+            report = evaluate_on_kafka(
+                bootstrap,
+                request,
+                local_workers=not args.workers_running,
+                warehouse=wh,
+                naming=naming_for(args, settings),
+            )
             assert not isinstance(report, list)
             doc = report.to_dict()
             doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
-            epilogue = after_evaluate(args, kafka_store(bootstrap, wh), request.evaluation_id, version)
+            epilogue = after_evaluate(
+                args, kafka_store(bootstrap, wh, naming_for(args, settings)), request.evaluation_id, version
+            )
         return _print_evaluation(args, doc, epilogue)
     settings, emb = _open(args)
     with emb:
@@ -223,14 +231,15 @@ def demo(args: argparse.Namespace) -> int:
     ]
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import evaluate_on_kafka
+        from agenttwin.kafka_cli import evaluate_on_kafka, naming_for
 
         with _kafka_warehouse(args, settings) as wh:
-            evaluate_on_kafka(bootstrap, requests, local_workers=True, warehouse=wh)
+            evaluate_on_kafka(bootstrap, requests, local_workers=True, warehouse=wh, naming=naming_for(args, settings))
             out(f"AgentTwin demo: the field notes' story on Kafka ({bootstrap})\n")
             _print_demo(wh, requests, version)
             root = Path(args.data_dir).expanduser() if args.data_dir else settings.resolved_data_dir
-            report = demo_epilogue(kafka_store(bootstrap, wh), [r.evaluation_id for r in requests], version, root)
+            store = kafka_store(bootstrap, wh, naming_for(args, settings))
+            report = demo_epilogue(store, [r.evaluation_id for r in requests], version, root)
         out(f"HTML report of the story: {report}")
         return 0
     settings, emb = _open(args)
@@ -302,10 +311,10 @@ def replay(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import replay_on_kafka
+        from agenttwin.kafka_cli import naming_for, replay_on_kafka
 
         with _kafka_warehouse(args, settings) as wh:
-            result = replay_on_kafka(bootstrap, version, warehouse=wh)
+            result = replay_on_kafka(bootstrap, version, warehouse=wh, naming=naming_for(args, settings))
             out(
                 f"Replayed the topics from offset 0 under evaluator {version} (new consumer groups): "
                 f"{result.verdicts} verdicts, {result.comparisons} comparisons."
@@ -338,10 +347,10 @@ def sql(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import sync_warehouse_from_kafka
+        from agenttwin.kafka_cli import naming_for, sync_warehouse_from_kafka
 
         with _kafka_warehouse(args, settings) as wh:
-            sync_warehouse_from_kafka(bootstrap, wh)  # project anything new first
+            sync_warehouse_from_kafka(bootstrap, wh, naming=naming_for(args, settings))  # project anything new first
             result = wh.query(args.query)
     else:
         _, emb = _open(args)
@@ -385,6 +394,38 @@ def events_tail(args: argparse.Namespace) -> int:
                 out(json.dumps({"offset": record.offset, **data}, sort_keys=True, ensure_ascii=False))
             else:
                 out(f"{record.offset}\t{event.event_type}\tkey={record.key}\t{_summary(event.to_record())}")
+    return 0
+
+
+def export_topic(args: argparse.Namespace) -> int:
+    """`agenttwin export TOPIC --format avro|parquet|jsonl`: typed records of one event type of a topic."""
+    from consumers.export import ExportError, event_type_for, export
+
+    topic = TOPIC_BY_NAME.get(args.topic)
+    if topic is None:
+        raise CliError(f"unknown topic {args.topic!r}; topics: {', '.join(sorted(TOPIC_BY_NAME))}")
+    try:
+        event_type = event_type_for(topic, args.event)
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    suffix = f"-{event_type.__name__}" if args.event else ""
+    target = Path(args.output or f"{topic.name}{suffix}.{args.format}").expanduser()
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import naming_for
+        from streams.kafka.codec import KafkaCodec
+        from streams.kafka.reading import read_all
+
+        naming = naming_for(args, settings)
+        events = read_all(bootstrap, naming, [topic.name])
+        schemas = KafkaCodec(naming).schemas
+        n = export(events, event_type, args.format, target, schemas)
+    else:
+        _, emb = _open(args)
+        with emb:
+            n = export(emb.runtime.read_events(topic.name), event_type, args.format, target, emb.runtime.schemas)
+    out(f"{n} {event_type.__name__} event(s) of {topic.name} written to {target} ({args.format})")
     return 0
 
 

@@ -30,6 +30,7 @@ from agenttwin.stored_evaluation import NotStoredError, StoredContradiction, Sto
 from consumers.clickhouse import Warehouse
 from evaluation.gate import DEFAULT_POLICY, GateDecision
 from streams.events import Event
+from streams.kafka.naming import Naming
 
 REPORT_FORMATS = ("junit", "markdown", "html")
 
@@ -77,11 +78,12 @@ def open_store(args: argparse.Namespace) -> Iterator[Store]:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import sync_warehouse_from_kafka
+        from agenttwin.kafka_cli import naming_for, sync_warehouse_from_kafka
 
+        naming = naming_for(args, settings)
         with _kafka_warehouse(args, settings) as wh:
-            sync_warehouse_from_kafka(bootstrap, wh)
-            yield kafka_store(bootstrap, wh)
+            sync_warehouse_from_kafka(bootstrap, wh, naming=naming)
+            yield kafka_store(bootstrap, wh, naming)
         return
     _, emb = _open(args)
     with emb:
@@ -92,14 +94,14 @@ def open_store(args: argparse.Namespace) -> Iterator[Store]:
         yield embedded_store(emb)
 
 
-def kafka_store(bootstrap: str, warehouse: Warehouse) -> Store:
+def kafka_store(bootstrap: str, warehouse: Warehouse, naming: Naming | None = None) -> Store:
     from agenttwin.kafka_cli import sync_warehouse_from_kafka
     from streams.kafka.publisher import KafkaPublisher
 
     def publish(events: Sequence[Event]) -> None:
-        with KafkaPublisher(bootstrap) as publisher:
+        with KafkaPublisher(bootstrap, naming) as publisher:
             publisher.publish(events)
-        sync_warehouse_from_kafka(bootstrap, warehouse)
+        sync_warehouse_from_kafka(bootstrap, warehouse, naming=naming)
 
     return Store(warehouse, publish)
 

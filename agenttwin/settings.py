@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evaluation.judges.settings import JudgeSettings
+from streams.kafka.naming import DEFAULT_PREFIX, SINGLE_OBJECT_WIRE, WIRE_MODES, Naming, WireFormat, WireMode
 
 
 class Settings(BaseSettings):
@@ -17,6 +19,10 @@ class Settings(BaseSettings):
     KAFKA_BOOTSTRAP_SERVERS    run through a Kafka cluster instead of the embedded log (also --kafka)
     AGENTTWIN_CLICKHOUSE_URL   a ClickHouse server (http://user:pass@host:8123/db) instead of embedded chDB
     AGENTTWIN_DEBUG            1: show the traceback of an internal error instead of one line
+    AGENTTWIN_TOPIC_PREFIX     prefix of every Kafka topic, group and transactional id (default `agenttwin.`;
+                               empty = the bare names of clusters written before the prefix; also --topic-prefix)
+    AGENTTWIN_WIRE             single-object (default) | confluent: how values are framed on Kafka (also --wire)
+    AGENTTWIN_SCHEMA_REGISTRY_URL  a Confluent-compatible schema registry (also --schema-registry)
 
     The judge has its own block of settings (evaluation.judges.settings.JudgeSettings, reached through
     `judge_settings()`): AGENTTWIN_JUDGE_PROVIDER = fake | anthropic | openai (default fake: deterministic,
@@ -30,10 +36,21 @@ class Settings(BaseSettings):
     kafka_bootstrap_servers: str | None = Field(default=None, alias="KAFKA_BOOTSTRAP_SERVERS")
     clickhouse_url: str | None = Field(default=None, alias="AGENTTWIN_CLICKHOUSE_URL")
     debug: bool = Field(default=False, alias="AGENTTWIN_DEBUG")
+    topic_prefix: str = Field(default=DEFAULT_PREFIX, alias="AGENTTWIN_TOPIC_PREFIX")
+    wire: str = Field(default=SINGLE_OBJECT_WIRE, alias="AGENTTWIN_WIRE")
+    schema_registry_url: str | None = Field(default=None, alias="AGENTTWIN_SCHEMA_REGISTRY_URL")
 
     @property
     def resolved_data_dir(self) -> Path:
         return self.data_dir.expanduser()
+
+    def naming(self, prefix: str | None = None, wire: str | None = None, registry: str | None = None) -> Naming:
+        """Kafka names and value framing: flags first, then the environment (ValueError when invalid)."""
+        mode = wire or self.wire
+        if mode not in WIRE_MODES:
+            raise ValueError(f"wire format {mode!r}: one of {', '.join(WIRE_MODES)}")
+        fmt = WireFormat(cast(WireMode, mode), registry or self.schema_registry_url or None)
+        return Naming(self.topic_prefix if prefix is None else prefix, fmt)
 
     def judge_settings(self) -> JudgeSettings:
         return JudgeSettings()

@@ -33,7 +33,9 @@ def _data_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS)")
-    p.add_argument("--topic-prefix", default="", metavar="PREFIX", help="prefix of the pipeline's Kafka topics")
+    from agenttwin.kafka_cli import add_naming_args
+
+    add_naming_args(p)
 
 
 def add_ingest_parser(sub: Any) -> None:
@@ -117,11 +119,11 @@ def ingest(args: argparse.Namespace) -> int:
     stop = threading.Event()
     closers: list[Any] = []
     if bootstrap:
+        from agenttwin.kafka_cli import naming_for
         from streams.kafka.clients import ensure_topics
-        from streams.kafka.naming import Naming
         from streams.kafka.publisher import KafkaPublisher
 
-        naming = Naming(args.topic_prefix)
+        naming = naming_for(args, settings)
         ensure_topics(bootstrap, naming)
         kafka = KafkaPublisher(bootstrap, naming)
         closers.append(kafka)
@@ -168,13 +170,13 @@ def alerts_tail(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     if bootstrap:
-        from streams.kafka.naming import Naming
+        from agenttwin.kafka_cli import naming_for
 
         tail_kafka(
             bootstrap,
             emit,
             group=args.group,
-            naming=Naming(args.topic_prefix),
+            naming=naming_for(args, settings),
             as_json=args.json,
             follow=args.follow,
             tenant=args.tenant,
@@ -218,10 +220,10 @@ def alerts_webhook(args: argparse.Namespace) -> int:
     stats: WebhookStats
     try:
         if bootstrap:
-            from streams.kafka.naming import Naming
+            from agenttwin.kafka_cli import naming_for
             from streams.kafka.publisher import KafkaPublisher
 
-            naming = Naming(args.topic_prefix)
+            naming = naming_for(args, settings)
             with KafkaPublisher(bootstrap, naming) as dead_letters:
                 stats = webhook_kafka(
                     bootstrap, sender, dead_letters, group=args.group, naming=naming, follow=args.follow

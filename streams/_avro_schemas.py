@@ -37,6 +37,14 @@ class ParsedSchema:
     field_names: frozenset[str]  # of a record; empty for enum and fixed
 
 
+def fingerprint_text(fingerprint: bytes) -> str:
+    """The one notation of a schema fingerprint (headers, errors, docs): the 8 CRC-64-AVRO bytes in wire
+    order (as they follow `C3 01` in a single-object value) as 16 lowercase hex digits."""
+    if len(fingerprint) != 8:
+        raise ValueError(f"a CRC-64-AVRO fingerprint has 8 bytes, not {len(fingerprint)}")
+    return fingerprint.hex()
+
+
 def self_contained(schema: Any, named: Mapping[str, Any]) -> Any:
     """A copy of `schema` where the first use of each named type is its full definition."""
     return _inline(schema, named, set())

@@ -22,14 +22,23 @@ from streams import ids
 from streams._log_files import Quarantined
 from streams.embedded_log import RUNTIME_LOG_DIR, EmbeddedLog, LogRecord, NewRecord
 from streams.events import EVENT_BY_SCHEMA, DeadLettered, Event
+from streams.identity import EVENT_ID_HEADER, EVENT_TYPE_HEADER, event_time_ms, record_headers
 from streams.processors.base import Processor, Store
 from streams.topics import TOPIC_BY_NAME
 from streams.wire import SchemaStore, WireError
 
-EVENT_ID_HEADER = "event_id"
-EVENT_TYPE_HEADER = "event_type"
 Progress = Callable[[str, int], None]
 PREFETCH_CHUNK = 64  # events a processor may look ahead at (Processor.prefetch)
+__all__ = [
+    "EVENT_ID_HEADER",
+    "EVENT_TYPE_HEADER",
+    "DecodeError",
+    "EmbeddedRuntime",
+    "Progress",
+    "RunStats",
+    "dead_letter",
+    "encode_bytes",
+]
 
 
 class DecodeError(Exception):
@@ -124,9 +133,10 @@ class EmbeddedRuntime:
     # --- events <-> records ---------------------------------------------------------------------------
 
     def encode(self, event: Event) -> NewRecord:
+        """The log record of an event: single-object value, identity headers, event time as its timestamp."""
         value = self.schemas.encode(event.SCHEMA, event.to_record())
-        headers = {EVENT_ID_HEADER: event.event_id, EVENT_TYPE_HEADER: event.event_type}
-        return NewRecord(value=value, key=event.key, headers=headers)
+        headers = record_headers(event, event.SCHEMA, self.schemas.current(event.SCHEMA).fingerprint)
+        return NewRecord(value=value, key=event.key, headers=headers, timestamp_ms=event_time_ms(event))
 
     def decode(self, record: LogRecord) -> Event:
         try:

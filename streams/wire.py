@@ -28,6 +28,7 @@ from fastavro.schema import parse_schema
 from streams._avro_schemas import (
     ParsedSchema,
     SchemaStoreError,
+    fingerprint_text,
     identify,
     parse_current,
     parse_old,
@@ -43,6 +44,7 @@ __all__ = [
     "WireError",
     "WireErrorReason",
     "check_backward_compatible",
+    "fingerprint_text",
 ]
 
 MAGIC = b"\xc3\x01"
@@ -78,6 +80,7 @@ class DecodedEvent:
     name: str  # full name of the reader schema the record was resolved to
     record: Any  # a dict for record schemas
     fingerprint: int  # writer fingerprint, as the spec's little-endian 64-bit integer (unsigned)
+    writer: ParsedSchema | None = None  # the writer schema version (its .fingerprint bytes: fingerprint_text)
 
 
 class SchemaStore:
@@ -131,10 +134,13 @@ class SchemaStore:
         return head + sorted(others, key=lambda s: s.fingerprint)
 
     def encode(self, name: str, record: Mapping[str, Any]) -> bytes:
+        """Single-object bytes: `C3 01` + the current schema's fingerprint + the body."""
+        return MAGIC + self.current(name).fingerprint + self.encode_body(name, record)
+
+    def encode_body(self, name: str, record: Mapping[str, Any]) -> bytes:
+        """The schemaless Avro body of `record` under the current schema `name` (no framing)."""
         schema = self.current(name)
         out = io.BytesIO()
-        out.write(MAGIC)
-        out.write(schema.fingerprint)
         extra = record.keys() - schema.field_names
         if extra:
             raise WireError(WireErrorReason.INVALID_RECORD, f"{name}: fields not in the schema: {sorted(extra)}")
@@ -145,23 +151,32 @@ class SchemaStore:
             raise WireError(WireErrorReason.INVALID_RECORD, f"{name}: {exc}") from exc
         return out.getvalue()
 
+    def writer(self, fingerprint: bytes) -> ParsedSchema | None:
+        """The known schema version with this fingerprint (current or old), if any."""
+        return self._writers.get(bytes(fingerprint))
+
     def decode(self, data: bytes, reader_name: str | None = None) -> DecodedEvent:
         """Decode single-object bytes. Any input either decodes or raises `WireError`."""
         if len(data) < HEADER_SIZE or data[:2] != MAGIC:
             raise WireError(WireErrorReason.BAD_MAGIC, "not Avro single-object encoding (C3 01 + fingerprint)")
         fp = bytes(data[2:HEADER_SIZE])
         writer = self._writers.get(fp)
-        fp_int = int.from_bytes(fp, "little")
         if writer is None:
-            raise WireError(WireErrorReason.UNKNOWN_FINGERPRINT, f"no schema with fingerprint {fp.hex()}")
+            raise WireError(WireErrorReason.UNKNOWN_FINGERPRINT, f"no schema with fingerprint {fingerprint_text(fp)}")
+        return self.decode_body(writer, data, HEADER_SIZE, reader_name)
+
+    def decode_body(
+        self, writer: ParsedSchema, data: bytes, start: int, reader_name: str | None = None
+    ) -> DecodedEvent:
+        """Decode the body at `data[start:]`, written with `writer`, into the current schema of its name
+        (or `reader_name`). Any input either decodes or raises `WireError`."""
+        fp = fingerprint_text(writer.fingerprint)
         target = reader_name or writer.name
         reader = self._readers.get(target)
         if reader is None:
-            raise WireError(
-                WireErrorReason.SCHEMA_RESOLUTION, f"writer {writer.name} ({fp.hex()}): no current {target!r}"
-            )
+            raise WireError(WireErrorReason.SCHEMA_RESOLUTION, f"writer {writer.name} ({fp}): no current {target!r}")
         body = io.BytesIO(data)
-        body.seek(HEADER_SIZE)
+        body.seek(start)
         try:
             if reader is writer:
                 record = schemaless_reader(body, writer.parsed, None)
@@ -169,14 +184,19 @@ class SchemaStore:
                 record = schemaless_reader(body, writer.parsed, reader.parsed)
         except SchemaResolutionError as exc:
             raise WireError(
-                WireErrorReason.SCHEMA_RESOLUTION, f"{writer.name} ({fp.hex()}) -> reader {target}: {exc}"
+                WireErrorReason.SCHEMA_RESOLUTION, f"{writer.name} ({fp}) -> reader {target}: {exc}"
             ) from exc
         except _BODY_ERRORS as exc:
-            problem = f"{writer.name} ({fp.hex()}): {type(exc).__name__}: {exc}"
+            problem = f"{writer.name} ({fp}): {type(exc).__name__}: {exc}"
             raise WireError(WireErrorReason.CORRUPT_BODY, problem) from exc
         if body.tell() != len(data):
             raise WireError(WireErrorReason.CORRUPT_BODY, f"{writer.name}: {len(data) - body.tell()} trailing byte(s)")
-        return DecodedEvent(name=reader.name, record=record, fingerprint=fp_int)
+        return DecodedEvent(
+            name=reader.name,
+            record=record,
+            fingerprint=int.from_bytes(writer.fingerprint, "little"),
+            writer=writer,
+        )
 
     def compatibility_problems(self) -> dict[str, list[str]]:
         """For each old version (by fingerprint hex): why the current version cannot read it; empty = fine."""
@@ -185,7 +205,7 @@ class SchemaStore:
             current = self._readers.get(schema.name)
             if current is None or current is schema:
                 continue
-            report[schema.fingerprint.hex()] = check_backward_compatible(current.parsed, schema.parsed)
+            report[fingerprint_text(schema.fingerprint)] = check_backward_compatible(current.parsed, schema.parsed)
         return report
 
 

@@ -2,12 +2,20 @@
 # A real single-node Apache Kafka 4.x broker (KRaft, combined broker+controller) on 127.0.0.1,
 # run from Maven Central jars: no Docker, no Kafka distribution tarball.
 #
-#   kafka.sh fetch | up | down | restart | wipe | status
+#   kafka.sh fetch | up | down | restart | wipe | status | lib | tool NAME [ARGS...]
+#
+# `lib` prints the folder of the jars (fetching them first if needed). `tool` runs one of Kafka's own
+# command-line tools from those jars: consumer-groups (= kafka-consumer-groups.sh), console-consumer
+# (= kafka-console-consumer.sh), topics (= kafka-topics.sh), e.g.
+#   kafka.sh tool consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --all-groups
 #
 # Environment (all optional):
 #   KAFKA_PORT=9092  KAFKA_CONTROLLER_PORT=9093  KAFKA_NUM_PARTITIONS=3
 #   KAFKA_HEAP_OPTS="-Xms256m -Xmx512m"  KAFKA_READY_TIMEOUT=90  KAFKA_STOP_TIMEOUT=60
 #   AGENTTWIN_KAFKA_DIR   state root (default: this folder); data in $root/data, pid+logs in $root/run
+#   AGENTTWIN_CACHE_DIR   downloads (jars), never in the checkout: default $XDG_CACHE_HOME/agenttwin, else
+#                         ~/.cache/agenttwin; the jars go to kafka-lib-<pom hash>/ in it, shared by every
+#                         checkout and state root
 #   AGENTTWIN_PYTHON      python with confluent_kafka for the readiness probe (default: repo .venv;
 #                         "none" probes with ReadyProbe.java instead)
 # status exits 0 when up and answering, 1 when running but not answering, 3 when down.
@@ -17,7 +25,7 @@ trap 'echo "kafka: FAILED: unexpected error (exit $?) at line $LINENO: $BASH_COM
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-LIB="$HERE/lib"
+CACHE_ROOT="${AGENTTWIN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agenttwin}"
 STATE_ROOT="${AGENTTWIN_KAFKA_DIR:-$HERE}"
 DATA_DIR="$STATE_ROOT/data"
 LOG_DIRS="$DATA_DIR/logs"
@@ -54,7 +62,10 @@ TOOL_JVM=(-Xmx256m "${LOG_OPTS[@]}")
 
 pom_hash() { sha256sum "$HERE/pom.xml" | cut -c1-16; }
 
-lib_ready() { [[ -f "$LIB/.fetched-$(pom_hash)" ]]; }
+# Content-addressed by the pom: a changed dependency list gets a folder of its own.
+LIB="$CACHE_ROOT/kafka-lib-$(pom_hash)"
+
+lib_ready() { [[ -f "$LIB/.fetched" ]]; }
 
 do_fetch() {
   if lib_ready; then
@@ -62,24 +73,50 @@ do_fetch() {
     return 0
   fi
   command -v mvn >/dev/null || die "mvn not found (install Maven: apt-get install maven)"
-  local t0 tmp
+  mkdir -p "$CACHE_ROOT"
+  # Checkouts and state roots share the cache: one fetch at a time, and whoever waited finds it done.
+  exec 8>"$CACHE_ROOT/kafka-fetch.lock"
+  flock -w 600 8 || die "could not get $CACHE_ROOT/kafka-fetch.lock within 600 s"
+  if lib_ready; then
+    exec 8>&-
+    say "jars present ($(find "$LIB" -name '*.jar' | wc -l) in $LIB), fetched meanwhile"
+    return 0
+  fi
+  local t0 tmp log
   t0=$(now_ms)
-  mkdir -p "$RUN_DIR"
-  tmp="$RUN_DIR/lib.tmp.$$"
+  tmp="$CACHE_ROOT/kafka-lib.tmp.$$"
+  log="$CACHE_ROOT/kafka-fetch.log"
   rm -rf "$tmp"
   say "fetching broker jars from Maven Central into $LIB ..."
-  # Copy into a temp dir and swap, so an interrupted fetch never leaves a half-filled lib/ that looks done.
+  # Copy into a temp dir and swap, so an interrupted fetch never leaves a half-filled folder that looks done.
   if ! mvn -q -B -f "$HERE/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$tmp" >"$RUN_DIR/fetch.log" 2>&1; then
-    tail -n 20 "$RUN_DIR/fetch.log" >&2 || true
+      -DoutputDirectory="$tmp" >"$log" 2>&1; then
+    tail -n 20 "$log" >&2 || true
     rm -rf "$tmp"
-    die "mvn dependency:copy-dependencies failed (full output: $RUN_DIR/fetch.log)"
+    die "mvn dependency:copy-dependencies failed (full output: $log)"
   fi
-  rm -f "$RUN_DIR/fetch.log"
+  rm -f "$log"
   rm -rf "$LIB"
+  touch "$tmp/.fetched"
   mv "$tmp" "$LIB"
-  touch "$LIB/.fetched-$(pom_hash)"
+  exec 8>&-
   say "fetched $(find "$LIB" -name '*.jar' | wc -l) jars ($(du -sh "$LIB" | cut -f1)) in $(secs_since "$t0") s"
+}
+
+# Kafka's own command-line tools, from the same jars (no distribution tarball, no bin/ scripts).
+do_tool() {
+  local name="${1:-}" class
+  case "$name" in
+    consumer-groups)  class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+    console-consumer) class=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
+    topics)           class=org.apache.kafka.tools.TopicCommand ;;
+    *) echo "usage: $(basename "$0") tool consumer-groups|console-consumer|topics [ARGS...]" >&2; exit 2 ;;
+  esac
+  shift
+  lib_ready || do_fetch >&2
+  command -v java >/dev/null || die "java not found (Kafka 4.x needs Java 17+)"
+  exec java -Xmx256m -Dlog4j2.configurationFile="$HERE/tools-log4j2.yaml" \
+    -cp "$LIB/*${AGENTTWIN_TOOL_CLASSPATH:+:$AGENTTWIN_TOOL_CLASSPATH}" "$class" "$@"
 }
 
 # ---------------------------------------------------------------- process helpers
@@ -329,5 +366,7 @@ case "$cmd" in
   restart) with_lock do_restart ;;
   wipe)    with_lock do_wipe ;;
   status)  do_status || exit $? ;;
-  *)       echo "usage: $(basename "$0") fetch|up|down|restart|wipe|status" >&2; exit 2 ;;
+  lib)     lib_ready || do_fetch >&2; echo "$LIB" ;;
+  tool)    shift; do_tool "$@" ;;
+  *)       echo "usage: $(basename "$0") fetch|up|down|restart|wipe|status|lib|tool NAME [ARGS...]" >&2; exit 2 ;;
 esac

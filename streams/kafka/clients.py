@@ -16,6 +16,12 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from streams.kafka.naming import Naming
 
 ADMIN_TIMEOUT_S = 30.0
+_ANY_MS = str(2**63 - 1)
+EVENT_TIME_CONFIG = {
+    "message.timestamp.type": "CreateTime",
+    "message.timestamp.before.max.ms": _ANY_MS,
+    "message.timestamp.after.max.ms": _ANY_MS,
+}
 
 
 def producer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
@@ -48,10 +54,16 @@ def ensure_topics(bootstrap: str, naming: Naming, *, timeout_s: float = ADMIN_TI
     """Create every topic of streams/topics.py that does not exist yet; returns the ones created.
 
     Event topics are delete-policy with the declared retention (never compacted: replay re-reads them).
-    An existing topic with a different partition count is an error: joins depend on equal counts.
+    Record timestamps are the events' occurred_at (CreateTime, set by every producer), which may lie far
+    in the past (a pinned simulation clock) or the future (a scenario's `context.now`): the broker is told
+    to accept any. An existing topic with a different partition count is an error: joins depend on equal
+    counts.
     """
     wanted = {
-        naming.topic(t.name): (t.partitions, {"cleanup.policy": "delete", "retention.ms": str(t.retention_ms)})
+        naming.topic(t.name): (
+            t.partitions,
+            {"cleanup.policy": "delete", "retention.ms": str(t.retention_ms), **EVENT_TIME_CONFIG},
+        )
         for t in naming.topics()
     }
     return _ensure(bootstrap, wanted, timeout_s)

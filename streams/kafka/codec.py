@@ -1,5 +1,7 @@
-"""Events <-> Kafka messages: Avro single-object value, the entity key, `event_id`/`event_type` headers.
+"""Events <-> Kafka messages: the entity key, the Avro value, identity headers, event time as timestamp.
 
+The value is Avro single-object encoded by default, or Confluent-framed (`00` + registry id + body) when
+the naming's wire format says so; `decode` reads either framing. Headers and timestamps: streams/identity.py.
 Anything that does not decode to a known event raises `DecodeError` with a dead-letter reason code; the
 dead letter keeps the original key and value bytes and the message's topic, partition and offset.
 """
@@ -11,10 +13,12 @@ from dataclasses import dataclass
 
 from schemas import AVRO_DIR
 from streams import ids
-from streams.embedded import EVENT_ID_HEADER, EVENT_TYPE_HEADER, DecodeError
+from streams.embedded import DecodeError
 from streams.events import EVENT_BY_SCHEMA, DeadLettered, Event
-from streams.kafka.naming import Naming
-from streams.wire import SchemaStore, WireError
+from streams.identity import CONFLUENT, SINGLE_OBJECT, event_time_ms, record_headers
+from streams.kafka.naming import CONFLUENT_WIRE, Naming
+from streams.registry import CONFLUENT_HEADER_SIZE, RegistryError, SchemaRegistry, frame, schema_id_of
+from streams.wire import DecodedEvent, SchemaStore, WireError
 
 __all__ = ["DecodeError", "Headers", "KafkaCodec", "OutMessage", "SourceRef", "dead_letter"]
 
@@ -27,6 +31,7 @@ class OutMessage:
     key: bytes
     value: bytes
     headers: Headers
+    timestamp_ms: int | None = None  # the event's occurred_at (CreateTime)
 
 
 @dataclass(frozen=True)
@@ -41,20 +46,49 @@ class SourceRef:
 
 
 class KafkaCodec:
-    def __init__(self, naming: Naming, schemas: SchemaStore | None = None) -> None:
+    def __init__(
+        self, naming: Naming, schemas: SchemaStore | None = None, *, registry: SchemaRegistry | None = None
+    ) -> None:
         self.naming = naming
         self.schemas = schemas or SchemaStore.from_directory(AVRO_DIR)
+        url = naming.wire.registry_url
+        self.registry = registry or (SchemaRegistry(url) if url else None)
+        self.confluent = naming.wire.mode == CONFLUENT_WIRE
 
     def encode(self, event: Event) -> OutMessage:
-        value = self.schemas.encode(event.SCHEMA, event.to_record())
-        headers: Headers = [(EVENT_ID_HEADER, event.event_id.encode()), (EVENT_TYPE_HEADER, event.event_type.encode())]
-        return OutMessage(self.naming.topic(event.TOPIC), event.key.encode(), value, headers)
+        topic = self.naming.topic(event.TOPIC)
+        schema = self.schemas.current(event.SCHEMA)
+        if self.confluent and self.registry is not None:
+            schema_id = self.registry.register(f"{topic}-{event.SCHEMA}", schema)
+            value = frame(schema_id, self.schemas.encode_body(event.SCHEMA, event.to_record()))
+            text = record_headers(event, event.SCHEMA, schema.fingerprint, content_type=CONFLUENT, schema_id=schema_id)
+        else:
+            value = self.schemas.encode(event.SCHEMA, event.to_record())
+            text = record_headers(event, event.SCHEMA, schema.fingerprint, content_type=SINGLE_OBJECT)
+        headers: Headers = [(name, v.encode()) for name, v in text.items()]
+        return OutMessage(topic, event.key.encode(), value, headers, event_time_ms(event))
+
+    def decode_value(self, value: bytes) -> DecodedEvent:
+        """The Avro record of a value in either framing (WireError / DecodeError when it is not one)."""
+        schema_id = schema_id_of(value)
+        if schema_id is None:
+            return self.schemas.decode(value)
+        if self.registry is None:
+            raise DecodeError("NO_SCHEMA_REGISTRY", f"Confluent-framed value (schema id {schema_id}) and no registry")
+        try:
+            writer = self.registry.schema(schema_id)
+        except RegistryError as exc:
+            if exc.status is None or exc.status >= 500:
+                raise  # the registry is away: not the message's fault, never a dead letter
+            raise DecodeError("UNKNOWN_SCHEMA_ID", f"schema id {schema_id}: {exc}") from None
+        known = self.schemas.writer(writer.fingerprint)
+        return self.schemas.decode_body(known or writer, value, CONFLUENT_HEADER_SIZE)
 
     def decode(self, value: bytes | None) -> Event:
         if value is None:
             raise DecodeError("NULL_VALUE", "message has no value")
         try:
-            decoded = self.schemas.decode(value)
+            decoded = self.decode_value(value)
         except WireError as exc:
             raise DecodeError(exc.reason.value, exc.message) from None
         event_type = EVENT_BY_SCHEMA.get(decoded.name)

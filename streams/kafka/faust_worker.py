@@ -29,7 +29,7 @@ from streams.kafka.clients import ensure_changelog
 from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.partition_stores import PartitionStores, read_changelog_partition
-from streams.kafka.reading import partition_lags
+from streams.kafka.reading import ends_without_data, partition_lags
 from streams.kafka.staged_store import DELETED, StagedStore
 from streams.kafka.store_codec import dumps
 from streams.kafka.worker import Progress
@@ -49,6 +49,15 @@ PUBLISH_RETRY_MAX_S = 5.0
 # instead of two per event, for at most that much added latency.
 BATCH_MAX = 500
 BATCH_WITHIN_S = 0.02
+# Idle this long, the worker commits past transaction markers at the end of its partitions (lag 0).
+SETTLE_IDLE_S = 1.0
+SETTLE_POLL_S = 0.5
+STOP_SETTLE_TIMEOUT_S = 15.0
+
+
+def _seconds(timestamp_ms: int | None) -> float | None:
+    """faust takes seconds and sends int(seconds * 1000): half a millisecond more keeps that exact."""
+    return None if timestamp_ms is None else (timestamp_ms + 0.5) / 1000.0
 
 
 def has_timer(processor: Processor) -> bool:
@@ -87,6 +96,7 @@ class FaustWorker:
         self._datadir.mkdir(parents=True, exist_ok=True)
         self._commit_interval_s, self._tick_interval_s = commit_interval_s, tick_interval_s
         self._watchdog: asyncio.Task[None] | None = None
+        self._settler: asyncio.Task[None] | None = None
         # one batch (or one tick) at a time: both read, publish and then persist the same stores
         self._busy = asyncio.Lock()
         self._generation = 0  # bumped whenever the stores are forgotten (a rebalance)
@@ -148,14 +158,71 @@ class FaustWorker:
         await asyncio.to_thread(ensure_changelog, self._bootstrap, self.changelog, self._partitions)
         await self.app.start()
         self._watchdog = asyncio.create_task(self._watch(), name=f"{self.name}-watchdog")
+        self._settler = asyncio.create_task(self._settle(), name=f"{self.name}-settle")
 
     async def stop(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watchdog
-            self._watchdog = None
+        if self._settler is not None and self.failure is None:
+            # a clean stop leaves no marker behind as lag (the settle loop may not have had its idle spell)
+            try:
+                async with self._busy:
+                    await asyncio.wait_for(self._commit_past_markers(), STOP_SETTLE_TIMEOUT_S)
+            except Exception:  # stopping goes on; the next run commits them
+                log.warning("%s: end markers not committed on stop", self.name, exc_info=True)
+        for task in (self._watchdog, self._settler):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._watchdog = self._settler = None
         await self.app.stop()
+
+    async def _settle(self) -> None:
+        """Once per idle spell, commit past what follows the last record of each input partition."""
+        settled: float | None = None
+        while True:
+            await asyncio.sleep(SETTLE_POLL_S)
+            last = self.progress.last
+            if settled == last or time.monotonic() - last < SETTLE_IDLE_S:
+                continue
+            try:
+                async with self._busy:
+                    done = await self._commit_past_markers()
+                if done:
+                    settled = last
+            except Exception:  # a boundary that must keep running: the next idle spell tries again
+                log.warning("%s: could not commit past the end markers", self.name, exc_info=True)
+
+    async def _commit_past_markers(self) -> bool:
+        """Transaction markers follow the last record of a transactional write (`case-plans`): faust commits
+        the offset after the last record it handled, so the marker would stay as lag 1 forever. For each
+        input partition whose records are all handled and committed, commit its end offset when only
+        markers lie between (checked with read_committed: streams/kafka/reading.ends_without_data).
+        Returns False when some partition still had acknowledgements pending (try again later)."""
+        consumer = self.app.consumer
+        inputs = {self._naming.topic(t) for t in self.processor.inputs}
+        starts: dict[tuple[str, int], int] = {}
+        complete = True
+        for tp in consumer.assignment():
+            if tp.topic not in inputs:
+                continue
+            if consumer._acked.get(tp) or consumer._commit_fut is not None:  # faust still has to commit
+                complete = False
+                continue
+            committed = consumer._committed_offset.get(tp)
+            if committed is not None:
+                starts[(tp.topic, tp.partition)] = committed
+        ends = await asyncio.to_thread(ends_without_data, self._bootstrap, starts)
+        offsets = {}
+        for tp in consumer.assignment():
+            end = ends.get((tp.topic, tp.partition))
+            read = consumer._read_offset.get(tp)
+            unchanged = consumer._committed_offset.get(tp) == starts.get((tp.topic, tp.partition))
+            # nothing read at or after the end since: no faust commit can be higher than this one
+            if end is not None and unchanged and (read is None or read < end) and consumer._commit_fut is None:
+                offsets[tp] = end
+        if offsets and await consumer._commit(offsets):
+            consumer._committed_offset.update(offsets)
+        return complete
 
     async def _watch(self) -> None:
         """Restart the app when it has lag but stopped progressing.
@@ -286,7 +353,7 @@ class FaustWorker:
         topic = self._topic(self.changelog)
         await self._send_all(
             [
-                (topic, key.encode(), None if value is DELETED else dumps(value), None, p)
+                (topic, key.encode(), None if value is DELETED else dumps(value), None, p, None)
                 for p, partition_changes in changes.items()
                 for key, value in partition_changes
             ]
@@ -312,18 +379,27 @@ class FaustWorker:
         if not events:
             return
         messages = [self._codec.encode(e) for e in events]
-        await self._send_all([(self._topic(m.topic), m.key, m.value, m.headers, None) for m in messages])
+        sends = [(self._topic(m.topic), m.key, m.value, m.headers, None, m.timestamp_ms) for m in messages]
+        await self._send_all(sends)
 
-    async def _send_all(self, sends: Sequence[tuple[Any, bytes, bytes | None, Any, int | None]]) -> None:
-        """(topic, key, value, headers, partition or None for the key's) each; all acknowledged on return."""
+    async def _send_all(self, sends: Sequence[tuple[Any, bytes, bytes | None, Any, int | None, int | None]]) -> None:
+        """(topic, key, value, headers, partition or None for the key's, timestamp ms or None for now) each;
+        all acknowledged on return."""
         if not sends:
             return
         delay = 0.2
         while True:
             try:
                 pending = [
-                    await topic.send(key=key, value=value, partition=partition, headers=headers, force=True)
-                    for topic, key, value, headers, partition in sends
+                    await topic.send(
+                        key=key,
+                        value=value,
+                        partition=partition,
+                        headers=headers,
+                        timestamp=_seconds(timestamp_ms),
+                        force=True,
+                    )
+                    for topic, key, value, headers, partition, timestamp_ms in sends
                 ]
                 await asyncio.gather(*pending)
                 return

@@ -1,22 +1,47 @@
-"""Physical names on a cluster: every topic, consumer group and transactional id carries one prefix.
+"""Physical names and value framing on a cluster: every topic, consumer group and transactional id
+carries one prefix (default `agenttwin.`), and values use one wire framing.
 
-The processors and events speak logical topic names (streams/topics.py); a prefix lets several
-pipelines (tests, tenants, environments) share one cluster without seeing each other's data.
+The processors and events speak logical topic names (streams/topics.py, the one definition); a prefix
+lets several pipelines (tests, tenants, environments) share one cluster without seeing each other's data
+and keeps AgentTwin's names apart from everyone else's. An empty prefix gives the bare logical names
+(what clusters written before the prefix existed use; see the README's migration notes).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from streams.topics import ALL_TOPICS, TOPIC_BY_NAME, Topic
 
 _LEGAL = re.compile(r"^[A-Za-z0-9._-]*$")
+DEFAULT_PREFIX = "agenttwin."
+WireMode = Literal["single-object", "confluent"]
+SINGLE_OBJECT_WIRE: WireMode = "single-object"
+CONFLUENT_WIRE: WireMode = "confluent"
+WIRE_MODES: tuple[str, ...] = (SINGLE_OBJECT_WIRE, CONFLUENT_WIRE)
+
+
+@dataclass(frozen=True)
+class WireFormat:
+    """How event values are framed on Kafka. Readers accept either framing whatever this says; it
+    decides what producers write (and a reader needs the registry to resolve Confluent ids)."""
+
+    mode: WireMode = SINGLE_OBJECT_WIRE
+    registry_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in WIRE_MODES:
+            raise ValueError(f"wire format {self.mode!r}: one of {', '.join(WIRE_MODES)}")
+        if self.mode == CONFLUENT_WIRE and not self.registry_url:
+            raise ValueError("--wire confluent needs --schema-registry URL (or AGENTTWIN_SCHEMA_REGISTRY_URL)")
 
 
 @dataclass(frozen=True)
 class Naming:
-    prefix: str = ""
+    prefix: str = DEFAULT_PREFIX
+    wire: WireFormat = field(default_factory=WireFormat)
 
     def __post_init__(self) -> None:
         if not _LEGAL.match(self.prefix):

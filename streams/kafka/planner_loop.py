@@ -28,7 +28,7 @@ from confluent_kafka import (
 from streams.embedded import DecodeError
 from streams.events import EvaluationRequested, Event
 from streams.kafka.clients import consumer_config, producer_config
-from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
+from streams.kafka.codec import KafkaCodec, OutMessage, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.thread_loop import ThreadLoop
 from streams.processors.planner import Planner
@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 TXN_TIMEOUT_S = 30.0
 BATCH = 100
 MAX_BACKOFF_S = 5.0
+
+
+def _is_end(msg: Message) -> bool:
+    err = msg.error()
+    return err is not None and err.code() == KafkaError._PARTITION_EOF
 
 
 def source_of(msg: Message) -> SourceRef:
@@ -76,21 +81,41 @@ class PlannerLoop(ThreadLoop):
             self._cluster_lost = True
 
     def run(self) -> None:
-        consumer = Consumer(consumer_config(self.bootstrap, self.name, error_cb=self._on_client_error))
+        consumer = Consumer(
+            consumer_config(
+                self.bootstrap, self.name, error_cb=self._on_client_error, **{"enable.partition.eof": True}
+            )
+        )
         producer = self._new_producer()
         consumer.subscribe([self.topic], on_assign=self._rebuild)
         try:
             while not self.stopping:
-                msgs = [m for m in consumer.consume(num_messages=BATCH, timeout=0.5) if not self._is_error(m)]
+                got = consumer.consume(num_messages=BATCH, timeout=0.5)
+                msgs = [m for m in got if not self._is_error(m)]
                 producer.poll(0)  # serve the producer's error callback while idle
                 if msgs:
                     producer = self._transact(producer, consumer, msgs)
+                self._commit_ends(consumer, [m for m in got if _is_end(m)])
         finally:
             consumer.close()
             producer.flush(TXN_TIMEOUT_S)
 
+    def _commit_ends(self, consumer: Consumer, ends: Sequence[Message]) -> None:
+        """Commit the end offset of partitions read to their end: it lies past the transaction markers that
+        follow the last record (the planner's own PairPlanned on `evaluations`), so the group's lag is 0.
+        Everything before the end was committed in a transaction already; a failure here is harmless."""
+        offsets = [TopicPartition(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0)) for m in ends]
+        if not offsets:
+            return
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            log.info("%s: end offsets not committed (%s); the next end commits them", self.name, exc.args[0])
+
     def _is_error(self, msg: Message) -> bool:
         err = msg.error()
+        if err is not None and err.code() == KafkaError._PARTITION_EOF:
+            return True
         if err is not None:
             log.warning("%s: consumer error: %s", self.name, err)
         return err is not None
@@ -125,7 +150,7 @@ class PlannerLoop(ThreadLoop):
                 for m in msgs:
                     for event in self._outputs(m):
                         out = self.codec.encode(event)
-                        self._produce(producer, out.topic, out.key, out.value, out.headers)
+                        self._produce(producer, out)
                         produced += 1
                 producer.send_offsets_to_transaction(
                     [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
@@ -148,10 +173,12 @@ class PlannerLoop(ThreadLoop):
                     producer = self._fresh_producer()
 
     @staticmethod
-    def _produce(producer: Producer, topic: str, key: bytes, value: bytes, headers: Any) -> None:
+    def _produce(producer: Producer, out: OutMessage) -> None:
         while True:
             try:
-                producer.produce(topic, key=key, value=value, headers=headers)
+                producer.produce(
+                    out.topic, key=out.key, value=out.value, headers=out.headers, timestamp=out.timestamp_ms or 0
+                )
                 return
             except BufferError:
                 producer.poll(0.1)
@@ -198,17 +225,18 @@ class PlannerLoop(ThreadLoop):
         }
         if not committed:
             return
-        reader = Consumer(consumer_config(self.bootstrap, self.name + "-rebuild"))
+        reader = Consumer(consumer_config(self.bootstrap, self.name + "-rebuild", **{"enable.partition.eof": True}))
         try:
             reader.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in committed])
             left = dict(committed)
             deadline = time.monotonic() + TXN_TIMEOUT_S
             while left and time.monotonic() < deadline:
                 for msg in reader.consume(num_messages=BATCH, timeout=0.5):
-                    if msg.error() is not None:
-                        continue
                     p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
-                    if p not in left or offset >= left[p]:
+                    if _is_end(msg) and p in left and offset >= left[p]:
+                        # the committed offset may lie past the markers after the last record
+                        del left[p]
+                    if msg.error() is not None or p not in left or offset >= left[p]:
                         continue
                     if offset + 1 >= left[p]:
                         del left[p]

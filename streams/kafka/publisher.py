@@ -39,13 +39,27 @@ class KafkaPublisher:
 
     def send(self, message: OutMessage) -> None:
         """Queue one message (not yet durable: call `flush`)."""
-        self.send_raw(message.topic, message.key, message.value, message.headers)
+        self.send_raw(message.topic, message.key, message.value, message.headers, message.timestamp_ms)
 
-    def send_raw(self, topic: str, key: bytes | None, value: bytes, headers: Headers | None = None) -> None:
-        """Queue bytes as they are (tests inject undecodable messages with it)."""
+    def send_raw(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes,
+        headers: Headers | None = None,
+        timestamp_ms: int | None = None,
+    ) -> None:
+        """Queue bytes as they are (tests inject undecodable messages with it); timestamp 0/None = now."""
         while True:
             try:
-                self._producer.produce(topic, key=key, value=value, headers=headers, on_delivery=self._on_delivery)
+                self._producer.produce(
+                    topic,
+                    key=key,
+                    value=value,
+                    headers=headers,
+                    timestamp=timestamp_ms or 0,
+                    on_delivery=self._on_delivery,
+                )
                 return
             except BufferError:  # local queue full: let deliveries drain, then retry
                 self._producer.poll(0.1)

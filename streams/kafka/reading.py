@@ -99,3 +99,36 @@ def group_lag(bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]
     for (group, _topic, _partition), lag in partition_lags(bootstrap, naming, groups).items():
         totals[group] += lag
     return totals
+
+
+def ends_without_data(
+    bootstrap: str, starts: Mapping[tuple[str, int], int], *, timeout_s: float = READ_TIMEOUT_S
+) -> dict[tuple[str, int], int]:
+    """For each (physical topic, partition) -> start offset: the partition's end offset when nothing but
+    transaction markers (or aborted records) lies between start and the end, i.e. when a group whose
+    committed offset is `start` has read every record and can commit the end. Partitions with a
+    record at or after `start` are left out."""
+    if not starts:
+        return {}
+    consumer = Consumer(consumer_config(bootstrap, "agenttwin-end-probe", **{"enable.partition.eof": True}))
+    pending = dict(starts)
+    ends: dict[tuple[str, int], int] = {}
+    try:
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
+        deadline = time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=100, timeout=0.2):
+                key = (str(msg.topic()), int(msg.partition() or 0))
+                if key not in pending:
+                    continue
+                err = msg.error()
+                if err is None:
+                    del pending[key]  # a record: the group has work there, nothing to skip
+                    consumer.pause([TopicPartition(*key)])
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    offset = int(msg.offset() or 0)
+                    if offset > pending.pop(key):
+                        ends[key] = offset
+    finally:
+        consumer.close()
+    return ends

@@ -73,6 +73,7 @@ class SinkLoop(ThreadLoop):
         self.commits = 0
         self.dead_letters = 0
         self._at_end: dict[tuple[str, int], bool] = {}
+        self._committed: dict[tuple[str, int], int] = {}
 
     @property
     def caught_up(self) -> bool:
@@ -87,6 +88,7 @@ class SinkLoop(ThreadLoop):
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._at_end.pop((tp.topic, tp.partition), None)
+            self._committed.pop((tp.topic, tp.partition), None)
 
     def run(self) -> None:
         consumer = Consumer(consumer_config(self.bootstrap, self.name, **{"enable.partition.eof": True}))
@@ -113,7 +115,11 @@ class SinkLoop(ThreadLoop):
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    ends.append((str(msg.topic()), int(msg.partition() or 0)))
+                    end = (str(msg.topic()), int(msg.partition() or 0))
+                    ends.append(end)
+                    # The end offset is past any transaction marker after the last record: committing it
+                    # (once everything before it is durable, below) leaves the group with lag 0.
+                    offsets[end] = max(offsets.get(end, 0), int(msg.offset() or 0))
                 else:
                     log.warning("%s: consumer error: %s", self.name, err)
                 continue
@@ -129,20 +135,22 @@ class SinkLoop(ThreadLoop):
         if letters:
             for letter in letters:
                 out = self.codec.encode(letter)
-                dlq.produce(out.topic, key=out.key, value=out.value, headers=out.headers)
+                stamp = out.timestamp_ms or 0
+                dlq.produce(out.topic, key=out.key, value=out.value, headers=out.headers, timestamp=stamp)
             if dlq.flush(FLUSH_TIMEOUT_S):
                 raise RuntimeError(f"{self.name}: dead letters not acknowledged within {FLUSH_TIMEOUT_S} s")
         if batch:
             self._retry(consumer, lambda: self._write(batch))
-        if offsets:
-            self._commit(consumer, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+        fresh = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
+        if fresh and self._commit(consumer, [TopicPartition(t, p, o) for (t, p), o in fresh.items()]):
+            self._committed.update(fresh)
         self.dead_letters += len(letters)
         for end in ends:  # only once this batch is durable
             self._at_end[end] = True
-        if offsets:
+        if batch or letters:
             self.progress.tick(handled=len(batch) + len(letters), dead_letters=len(letters))
 
-    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> bool:
         """Commit a durable batch's offsets. While the coordinator moves or the cluster is away the commit
         is retried; if the partitions moved on, the batch is left to be redelivered (harmless)."""
         delay = FIRST_BACKOFF_S
@@ -150,12 +158,12 @@ class SinkLoop(ThreadLoop):
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
                 self.commits += 1
-                return
+                return True
             except KafkaException as exc:
                 err: KafkaError = exc.args[0]
                 if not (err.retriable() or err.code() in RETRY_COMMIT) or self.stopping:
                     log.warning("%s: offsets not committed (%s); the batch will be redelivered", self.name, err)
-                    return
+                    return False
                 log.warning("%s: commit failed (%s); retrying in %.1f s", self.name, err, delay)
                 self.wait(delay)
                 delay = min(delay * 2, self.max_backoff_s)

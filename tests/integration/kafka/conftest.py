@@ -9,6 +9,7 @@ import pytest
 
 from tests.integration.kafka.kafka_pipeline_support import Reference, embedded_reference
 from tests.integration.kafka_broker import broker_bootstrap, release_broker
+from tests.integration.schema_registry import registry_url, release_registry
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +17,13 @@ def kafka_bootstrap() -> Iterator[str]:
     bootstrap = broker_bootstrap()
     yield bootstrap
     release_broker()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[str]:
+    """A real Confluent-compatible schema registry (Apicurio Registry from infra/registry unless given)."""
+    yield registry_url()
+    release_registry()
 
 
 @pytest.fixture(scope="session")

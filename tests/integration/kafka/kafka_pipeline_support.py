@@ -14,7 +14,7 @@ from typing import Any
 from agenttwin.kafka_cli import build_workers
 from agenttwin.pipeline import evaluation_request, judge_refiner, processors
 from agenttwin.settings import Settings
-from consumers.clickhouse import ChdbWarehouse, Warehouse
+from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError
 from consumers.embedded_sink import sync
 from consumers.projections import TABLE_BY_EVENT
 from streams.embedded import EmbeddedRuntime
@@ -158,7 +158,11 @@ def run_on_kafka(
     want = {**expected.counts, "dead_letters": expected_dead_letters}
 
     def complete() -> bool:
-        return table_counts(warehouse) == want and all(s.caught_up for s in sinks)
+        try:
+            counts = table_counts(warehouse)
+        except WarehouseError:  # the sink has not created the tables yet
+            return False
+        return counts == want and all(s.caught_up for s in sinks)
 
     async def main() -> None:
         async with WorkerGroup([*workers, *extra_workers]) as group:

@@ -189,8 +189,13 @@ GARBAGE: Sequence[tuple[str, bytes | None, bytes]] = (
     ("twin-calls", b"case-garbage-3", b'{"json": true}'),
     ("spans", b"trace-garbage", b"\x00\x00\x00\x00\x01confluent-framed"),
 )
-# who reads each topic besides the sink
-READERS = {"evaluations": "planner", "case-plans": "simulator", "twin-calls": "grader-1.1.0", "spans": "outcome-join"}
+# who reads each topic besides the sink (the comparator reads the pair plans on `evaluations`)
+READERS = {
+    "evaluations": ("planner", "comparator"),
+    "case-plans": ("simulator",),
+    "twin-calls": ("grader-1.1.0",),
+    "spans": ("outcome-join",),
+}
 
 
 @pytest.mark.kafka
@@ -207,7 +212,7 @@ def test_undecodable_messages_all_land_in_the_dead_letters(
                 await asyncio.to_thread(publisher.publish, [first])
         await asyncio.to_thread(publisher.publish, [second])
 
-    expected_letters = 2 * len(GARBAGE)  # one by the topic's processor, one by the sink
+    expected_letters = sum(len(READERS[topic]) + 1 for topic, _k, _v in GARBAGE)  # each reader, and the sink
     with warehouse_for(chdb_root, "kafka_dlq") as warehouse:
         run_on_kafka(
             kafka_bootstrap, naming, warehouse, reference, tmp_path, scenario=scenario,
@@ -226,7 +231,7 @@ def test_undecodable_messages_all_land_in_the_dead_letters(
     want = sorted(
         (stage, naming.topic(topic), base64.b64encode(value).decode())
         for topic, _key, value in GARBAGE
-        for stage in (READERS[topic], "clickhouse-sink")
+        for stage in (*READERS[topic], "clickhouse-sink")
     )
     assert got == want
     assert all(r["error_class"] for r in letters)

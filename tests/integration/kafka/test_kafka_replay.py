@@ -8,6 +8,8 @@ import pytest
 
 from agenttwin.kafka_cli import replay_on_kafka, report_from_kafka
 from agenttwin.settings import Settings
+from streams.kafka.naming import Naming
+from streams.kafka.reading import read_all
 from tests.integration.kafka.kafka_pipeline_support import (
     Reference,
     differences,
@@ -17,6 +19,7 @@ from tests.integration.kafka.kafka_pipeline_support import (
     table_counts,
     warehouse_for,
 )
+from tests.integration.kafka_tools import describe_groups
 
 
 @pytest.mark.kafka
@@ -50,3 +53,19 @@ def test_replay_under_a_new_evaluator_version_adds_its_verdicts_beside_the_old(
     assert old.evaluator_version == "1.0.0"
     assert new.evaluator_version == "1.1.0"
     assert len(old.to_dict()["cases"]) == len(new.to_dict()["cases"]) == 9
+    _assert_every_group_drained(kafka_bootstrap, naming)
+
+
+def _assert_every_group_drained(bootstrap: str, naming: Naming) -> None:
+    """Kafka's own kafka-consumer-groups --describe: every group of the pipeline has lag 0 on every
+    partition it reads, also past the transaction markers on `case-plans` and `evaluations`, and no group
+    of either evaluator version shows the other version's events as backlog."""
+    groups = ["planner", "simulator", "grader-1.0.0", "grader-1.1.0", "comparator", "outcome-join", "clickhouse-sink"]
+    rows = describe_groups(bootstrap, [naming.group(g) for g in groups])
+    assert {r.group for r in rows} == {naming.group(g) for g in groups}
+    lagging = [r for r in rows if r.lag != 0]
+    assert lagging == [], "\n".join(map(str, lagging))
+    # the planner's writes are transactions: their markers sit after the last record of each partition
+    plans = read_all(bootstrap, naming, ["case-plans"])
+    ends = {r.partition: r.end for r in rows if r.group == naming.group("simulator")}
+    assert sum(ends.values()) > len(plans) == 36

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import timedelta
 
@@ -107,7 +108,17 @@ def test_comparator_in_either_order_and_twice(timeout_pair: dict[str, list[Event
     assert _feed(Comparator(VERSION), verdicts) == {}  # without the plan nothing is decided
     (comparison,) = forward.values()
     assert comparison.classification == "NEW_CRITICAL_FAILURE"  # type: ignore[attr-defined]
-    assert _feed(Comparator("1.0.0"), pair + verdicts) == {}  # another version's comparator ignores them
+    assert _feed(Comparator("1.0.0"), pair + verdicts) == {}  # a comparator limited to another version ignores them
+    assert _feed(Comparator(), pair + verdicts) == forward  # the one comparator of every version
+
+
+def test_one_comparator_compares_each_version_on_its_own(timeout_pair: dict[str, list[Event]]) -> None:
+    verdicts = [e for e in timeout_pair["graded"] if isinstance(e, CaseVerdicted)]
+    other = [dataclasses.replace(v, evaluator_version="1.0.0", event_id=v.event_id + "-old") for v in verdicts]
+    pair = [e for e in timeout_pair["planned"] if isinstance(e, PairPlanned)]
+    both = _feed(Comparator(), [verdicts[0], other[1], *pair, other[0], verdicts[1]])
+    assert sorted(c.evaluator_version for c in both.values()) == ["1.0.0", VERSION]  # type: ignore[attr-defined]
+    assert both == {**_feed(Comparator(VERSION), pair + verdicts), **_feed(Comparator("1.0.0"), pair + other)}
 
 
 def test_outcome_join_alerts_in_either_order_exactly_once(timeout_pair: dict[str, list[Event]]) -> None:
