@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, kafka_cli, log_cli, pipeline_commands, report_commands, traces_cli
+from agenttwin import commands, kafka_cli, log_cli, mcp_cli, pipeline_commands, report_commands, traces_cli
 from agenttwin.errors import CliError, user_error_types
 from agenttwin.release_gate import add_gate_args
 from agenttwin.settings import load_settings
@@ -41,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--tenant", help="the caller's tenant (default: the scenario's context tenant)")
     call.add_argument("--json", action="store_true")
     call.set_defaults(func=commands.twin_call)
+    mcp = twin_sub.add_parser("mcp", help="serve one twin case over MCP on stdio (for a local agent)")
+    mcp.add_argument("twin", metavar="TWIN", help="twin file, or 'demo'")
+    mcp.add_argument("--scenario", metavar="FILE", help="apply this scenario's state, allowedTools, context, faults")
+    mcp.add_argument("--seed", type=int, default=0, help="case seed for probabilistic faults (default 0)")
+    mcp.add_argument("--tenant", help="the caller's tenant (default: the scenario's context tenant)")
+    mcp.add_argument("--out", metavar="FILE", help="when the client hangs up: write records, final state, hash here")
+    mcp.set_defaults(func=mcp_cli.twin_mcp)
 
     scen = sub.add_parser("scenario", help="check scenario files")
     scen_sub = scen.add_subparsers(dest="scenario_command", required=True, metavar="SUBCOMMAND")
