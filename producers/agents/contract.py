@@ -35,6 +35,7 @@ __all__ = [
     "ToolClient",
     "ToolReply",
     "ToolSpec",
+    "Turn",
 ]
 
 JSON = Any
@@ -51,7 +52,19 @@ class ToolClient(Protocol):
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: what the user said and what the agent answered."""
+
+    user: str
+    agent: str
+
+
+@dataclass(frozen=True)
 class AgentRequest:
+    """One turn of a case. A single-message case is turn 1 with no conversation; in a multi-turn case the
+    agent is asked again each turn, same session and same twin case, with the earlier turns in `conversation`
+    and the user's new message in `message`."""
+
     message: str
     context: dict[str, JSON]
     tenant: str
@@ -60,6 +73,8 @@ class AgentRequest:
     client: ToolClient
     session_id: str
     scenario_name: str = ""
+    turn: int = 1
+    conversation: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)

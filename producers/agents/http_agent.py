@@ -20,6 +20,7 @@ from producers.agents.http_tool_client import shared_ssl_context
 from producers.twin_http import TwinEndpoint
 
 if TYPE_CHECKING:
+    from producers.twin_mcp import TwinMcpServer
     from twin_engine.case import TwinCase
 
 JSON = Any
@@ -49,6 +50,7 @@ class HttpAgent:
         self._token = token
         self._endpoint = endpoint
         self._own_endpoint = False
+        self._mcp: TwinMcpServer | None = None
 
     @classmethod
     def from_spec(cls, spec: str, *, timeout_s: float = DEFAULT_AGENT_TIMEOUT_S, token: str | None = None) -> HttpAgent:
@@ -72,11 +74,16 @@ class HttpAgent:
         twin_case = getattr(request.client, "case", None)
         if twin_case is None:
             raise TypeError("an HTTP agent needs a request whose client holds a twin case (`.case`)")
-        return run_http_case(self, twin_case, request, self._shared_endpoint())
+        endpoint = self._shared_endpoint()
+        return run_http_case(self, twin_case, request, endpoint, self._shared_mcp(endpoint))
 
-    def run_case(self, request: AgentRequest, *, tools_base_url: str, token: str) -> AgentResult:
-        """`POST /run` for one case whose twin is served at `tools_base_url` under `token`."""
-        body = run_body(request, tools_base_url=tools_base_url, token=token, version=self.pinned_version)
+    def run_case(
+        self, request: AgentRequest, *, tools_base_url: str, token: str, mcp_url: str | None = None
+    ) -> AgentResult:
+        """`POST /run` for one case whose twin is served at `tools_base_url` (and `mcp_url`) under `token`."""
+        body = run_body(
+            request, tools_base_url=tools_base_url, token=token, version=self.pinned_version, mcp_url=mcp_url
+        )
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         try:
             with (
@@ -112,8 +119,19 @@ class HttpAgent:
             self._own_endpoint = True
         return self._endpoint
 
+    def _shared_mcp(self, endpoint: TwinEndpoint) -> TwinMcpServer:
+        """The MCP face of the endpoint (started on first use, stopped by `close`)."""
+        if self._mcp is None:
+            from producers.twin_mcp import TwinMcpServer
+
+            self._mcp = TwinMcpServer(endpoint).start()
+        return self._mcp
+
     def close(self) -> None:
         """Stop the twin endpoint this agent started for itself (an endpoint passed in is left alone)."""
+        if self._mcp is not None:
+            self._mcp.stop()
+            self._mcp = None
         if self._own_endpoint and self._endpoint is not None:
             self._endpoint.stop()
             self._endpoint = None
@@ -126,8 +144,16 @@ class HttpAgent:
         self.close()
 
 
-def run_http_case(agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, endpoint: TwinEndpoint) -> AgentResult:
+def run_http_case(
+    agent: HttpAgent,
+    twin_case: TwinCase,
+    request: AgentRequest,
+    endpoint: TwinEndpoint,
+    mcp: TwinMcpServer | None = None,
+) -> AgentResult:
     """Open the case on the endpoint, ask the agent, close the case (revoking the token), then judge the run.
+
+    With `mcp` (the endpoint's MCP server) the agent is also sent the case's MCP URL: one case, two faces.
 
     A twin failure the twin recorded (a 500 TWIN_ERROR call) is evidence like any other call; one it could
     not even record outranks anything the agent did (the evidence is incomplete: the case is ERRORED);
@@ -137,7 +163,8 @@ def run_http_case(agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, 
     result: AgentResult | None = None
     failure: AgentRunError | None = None
     try:
-        result = agent.run_case(request, tools_base_url=handle.base_url, token=handle.token)
+        mcp_url = mcp.case_url(handle) if mcp is not None else None
+        result = agent.run_case(request, tools_base_url=handle.base_url, token=handle.token, mcp_url=mcp_url)
     except AgentRunError as exc:
         failure = exc
     finally:
@@ -155,8 +182,14 @@ def run_http_case(agent: HttpAgent, twin_case: TwinCase, request: AgentRequest, 
     return result
 
 
-def run_body(request: AgentRequest, *, tools_base_url: str, token: str, version: str | None) -> dict[str, JSON]:
-    """The reference `POST /run` body of a simulation case (spec §5.3, "Simulation request")."""
+def run_body(
+    request: AgentRequest, *, tools_base_url: str, token: str, version: str | None, mcp_url: str | None = None
+) -> dict[str, JSON]:
+    """The reference `POST /run` body of a simulation case (spec §5.3, "Simulation request").
+
+    `mcp_url`: the same case as an MCP server. From turn 2 of a conversation on: `turn` and `conversation`
+    (the earlier turns as user/assistant messages); `input` is always the user's newest message.
+    """
     case_id = request.session_id.removeprefix("sim-")
     body: dict[str, JSON] = {
         "input": request.message,
@@ -166,6 +199,15 @@ def run_body(request: AgentRequest, *, tools_base_url: str, token: str, version:
         "run_context": {"source": "simulation", "scenario_name": request.scenario_name, "case_id": case_id},
         "context": dict(request.context),
     }
+    if mcp_url is not None:
+        body["mcp_url"] = mcp_url
+    if request.turn > 1 or request.conversation:
+        body["turn"] = request.turn
+        body["conversation"] = [
+            message
+            for turn in request.conversation
+            for message in ({"role": "user", "content": turn.user}, {"role": "assistant", "content": turn.agent})
+        ]
     if version:
         body["agent_version"] = version
     if request.tenant:
