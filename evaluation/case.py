@@ -38,6 +38,52 @@ class ClaimFinding:
 
 
 @dataclass(frozen=True)
+class TurnRecord:
+    """One turn of a conversation: the user's message, the agent's answer (a claim), and which twin records
+    it made — those with `first_seq < seq <= last_seq`."""
+
+    turn: int  # 1-based
+    user: str
+    output: str | None
+    claimed_outcome: str | None
+    business_outcome: str | None
+    agent_status: str | None
+    first_seq: int
+    last_seq: int
+    user_kind: str = "scripted"  # who wrote the user's message: scripted (the scenario) | llm
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "turn": self.turn,
+            "user": self.user,
+            "output": self.output,
+            "claimed_outcome": self.claimed_outcome,
+            "business_outcome": self.business_outcome,
+            "agent_status": self.agent_status,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "user_kind": self.user_kind,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> TurnRecord:
+        return cls(
+            turn=int(data["turn"]),
+            user=str(data["user"]),
+            output=data.get("output"),
+            claimed_outcome=data.get("claimed_outcome"),
+            business_outcome=data.get("business_outcome"),
+            agent_status=data.get("agent_status"),
+            first_seq=int(data["first_seq"]),
+            last_seq=int(data["last_seq"]),
+            user_kind=str(data.get("user_kind") or "scripted"),
+        )
+
+    def holds(self, seq: int) -> bool:
+        return self.first_seq < seq <= self.last_seq
+
+
+@dataclass(frozen=True)
 class CaseRun:
     # identity and pinning
     case_id: str
@@ -81,14 +127,25 @@ class CaseRun:
     timings: dict[str, JSON] = field(default_factory=dict)
     # the tools that hand the case to a person, as the scenario or the twin declares them (() = none declared)
     escalation_tools: tuple[str, ...] = ()
+    # a multi-turn case's turns, in order (empty for a single-message case); the fields above sum them up
+    turns: tuple[TurnRecord, ...] = ()
 
     @property
     def agent_ran(self) -> bool:
         return self.agent_status is not None
 
+    def turn_of(self, seq: int | None) -> int | None:
+        """The turn a twin record (by seq) belongs to; None for a single-message case."""
+        if seq is None:
+            return None
+        return next((t.turn for t in self.turns if t.holds(seq)), None)
+
 
 def case_run_to_dict(case: CaseRun) -> dict[str, JSON]:
-    """Plain JSON of a case (evidence and claims); `timings` is the only wall-clock field."""
+    """Plain JSON of a case (evidence and claims); `timings` is the only wall-clock field.
+
+    `turns` appears only for a multi-turn case, so a single-message case's JSON is what it always was.
+    """
     out: dict[str, JSON] = {
         "case_id": case.case_id,
         "scenario": case.scenario_name,
@@ -130,6 +187,8 @@ def case_run_to_dict(case: CaseRun) -> dict[str, JSON]:
     }
     if case.claim_findings:  # only then: a sound case's document keeps its bytes
         out["claim_findings"] = [n.to_dict() for n in case.claim_findings]
+    if case.turns:
+        out["turns"] = [t.to_dict() for t in case.turns]
     return out
 
 
@@ -170,6 +229,7 @@ def case_run_from_dict(data: dict[str, JSON]) -> CaseRun:
         timings=dict(data.get("timings") or {}),
         escalation_tools=tuple(data.get("escalation_tools") or ()),
         claim_findings=claim_notes(data.get("claim_findings")),
+        turns=tuple(TurnRecord.from_dict(t) for t in data.get("turns") or ()),
     )
 
 

@@ -39,6 +39,7 @@ from evaluation.pairing import BASELINE, CANDIDATE
 from evaluation.redaction import case_mask
 from evaluation.results import GradedCase
 from evaluation.trajectory import Step, build_trajectory, riskiest, tools_used
+from evaluation.turns import divergence_with_turn
 
 JSON = Any
 
@@ -211,6 +212,8 @@ def compare_case(baseline: GradedCase | None, candidate: GradedCase | None) -> C
         if baseline and candidate
         else None
     )
+    if baseline and candidate:
+        divergence = divergence_with_turn(divergence, b_steps, c_steps, baseline.case, candidate.case)
     touched = [r.risk for g in (baseline, candidate) if g is not None for r in agent_calls(g.case.records)]
     # derived from both sides' evidence (steps quote arguments): every secret of either side masked
     mask = case_mask(baseline.case if baseline else None, candidate.case if candidate else None)

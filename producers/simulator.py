@@ -12,10 +12,12 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from evaluation.case import AgentFinding, CaseRun
+from evaluation.case import AgentFinding, CaseRun, TurnRecord
 from producers.agents.claims import read_result
 from producers.agents.contract import Agent, AgentRequest, AgentResult, AgentRunError, ToolSpec
 from producers.agents.registry import resolve_agent
+from producers.agents.user_sim import user_for
+from producers.conversation_run import run_conversation
 from producers.tool_client import InProcessToolClient
 from twin_engine.documents import Scenario
 from twin_engine.faults import case_seed as derive_case_seed
@@ -63,17 +65,23 @@ def simulate_case(
     )
     result: AgentResult | None = None
     finding: AgentFinding | None = None
+    turns: tuple[TurnRecord, ...] = ()
+    user = user_for(scenario.user)
     started = time.perf_counter()
-    try:
-        answer = agent.run(request)
-        # what the agent claims is testimony: a malformed field is a finding about the claim, never a lost case
-        result = read_result(answer) if isinstance(answer, AgentResult) else None
-        if result is None:
-            finding = AgentFinding(AGENT_ERROR, f"The agent returned {type(answer).__name__}, not an AgentResult.")
-    except AgentRunError as exc:
-        finding = AgentFinding(exc.finding, exc.message)
-    except Exception as exc:  # the batch boundary: a broken agent fails its case, not the run
-        finding = AgentFinding(AGENT_ERROR, _one_line(exc))
+    if user is not None:
+        conversation = run_conversation(agent, request, user, lambda: twin_case.seq, _one_line)
+        result, finding, turns = conversation.result, conversation.finding, conversation.turns
+    else:
+        try:
+            answer = agent.run(request)
+            # what the agent claims is testimony: a malformed field is a finding about the claim, never a lost case
+            result = read_result(answer) if isinstance(answer, AgentResult) else None
+            if result is None:
+                finding = AgentFinding(AGENT_ERROR, f"The agent returned {type(answer).__name__}, not an AgentResult.")
+        except AgentRunError as exc:
+            finding = AgentFinding(exc.finding, exc.message)
+        except Exception as exc:  # the batch boundary: a broken agent fails its case, not the run
+            finding = AgentFinding(AGENT_ERROR, _one_line(exc))
     wall_ms = (time.perf_counter() - started) * 1000
 
     records = twin_case.records
@@ -113,6 +121,7 @@ def simulate_case(
         latency_ms=float(delays + (result.backoff_ms if result else 0)),
         timings={"wall_ms": round(wall_ms, 3)},
         escalation_tools=scenario.escalation_tools or twin.escalation_tools,
+        turns=turns,
     )
 
 

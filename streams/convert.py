@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from evaluation.case import AgentFinding, CaseRun, claim_notes
+from evaluation.case import AgentFinding, CaseRun, TurnRecord, claim_notes
 from evaluation.codec import graded_from_dict, graded_to_dict
 from evaluation.comparison import CaseComparison
 from evaluation.results import GradedCase
@@ -145,6 +145,7 @@ def case_events(case: CaseRun, *, evaluation_id: str | None, side: str) -> list[
             latency_ms=case.latency_ms,
             escalation_tools=list(case.escalation_tools),
             claim_findings_json=_js([n.to_dict() for n in case.claim_findings]) if case.claim_findings else None,
+            conversation_json=_js([t.to_dict() for t in case.turns]) if case.turns else None,
             **common,
         )
     )
@@ -230,6 +231,7 @@ def case_from_events(finished: CaseFinished, calls: Sequence[TwinCallRecorded]) 
         latency_ms=finished.latency_ms,
         escalation_tools=tuple(finished.escalation_tools),
         claim_findings=claim_notes(_load(finished.claim_findings_json)) if finished.claim_findings_json else (),
+        turns=tuple(TurnRecord.from_dict(t) for t in _load(finished.conversation_json) or ()),
     )
 
 

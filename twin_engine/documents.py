@@ -241,6 +241,49 @@ class Scenario:
     raw: Mapping[str, Any]
     spec_hash: str  # sha256 of the canonical JSON of the whole document
     source: str
+    user: Mapping[str, Any] | None = None  # the user's side of a conversation; None: one turn
+
+    @property
+    def max_turns(self) -> int:
+        """The most turns this scenario's conversation can take (1 without a `user` section)."""
+        return max_turns(self.user)
+
+
+# Expectation types that can address one turn (`turn: N`): what the agent said, and what it called, then.
+TURN_TYPES = frozenset(
+    {
+        "outputContains",
+        "outputNotContains",
+        "outputRegex",
+        "outputJsonSchema",
+        "outputJsonPath",
+        "noSecretDisclosure",
+        "toolCalled",
+        "toolNotCalled",
+        "maxToolCalls",
+        "toolArgs",
+        "toolStatus",
+        "order",
+        "maxRetries",
+        "noIrreversibleAction",
+        "requiredEscalation",
+        "approvalRequired",
+        "noDuplicateSideEffect",
+        "noPolicyViolation",
+        "noCrossTenantAccess",
+    }
+)
+DEFAULT_LLM_TURNS = 4
+
+
+def max_turns(user: Mapping[str, Any] | None) -> int:
+    if not user:
+        return 1
+    if user.get("maxTurns") is not None:
+        return int(user["maxTurns"])
+    if user.get("kind", "scripted") == "llm":
+        return DEFAULT_LLM_TURNS
+    return 1 + len(user.get("turns") or ())
 
 
 def load_scenario(path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None = None) -> Scenario:
@@ -346,6 +389,20 @@ def _scenario_from_document(
                     )
         _check_expectation_tools(doc, spec["expectations"], tools)
     _check_patterns(doc, expectations)
+    user = spec.get("user")
+    limit = max_turns(user)
+    for index, expectation in enumerate(spec["expectations"]):
+        turn = expectation.get("turn")
+        if turn is None:
+            continue
+        where = ("spec", "expectations", index, "turn")
+        if expectation.get("type") not in TURN_TYPES:
+            raise located_error(
+                doc, where, f"'{expectation.get('type')}' grades the whole case; turn works on output and call checks"
+            )
+        if turn > limit:
+            said = f"the conversation has at most {limit}" if user else "the scenario has one turn (no user section)"
+            raise located_error(doc, where, f"turn {turn}, but {said}")
     scenario_input = spec["input"]
     scenario = Scenario(
         name=meta["name"],
@@ -370,6 +427,7 @@ def _scenario_from_document(
         raw=data,
         spec_hash=sha256_hex(data),
         source=doc.source_name,
+        user=copy.deepcopy(user) if user is not None else None,
     )
     return scenario
 

@@ -7,11 +7,11 @@ side here; each evaluator says which it reads. The agent's own list of calls is 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evaluation.calls import agent_calls
-from evaluation.case import CaseRun
+from evaluation.case import CaseRun, TurnRecord
 from evaluation.expectations._text import fold
 from twin_engine.records import CallRecord
 
@@ -41,6 +41,27 @@ class EvalContext:
     tenant: str | None
     foreign_values: tuple[str, ...]
     escalation_tools: tuple[str, ...] = DEFAULT_ESCALATION_TOOLS
+    turns: tuple[TurnRecord, ...] = ()  # a conversation's turns; empty for a single-message case
+
+    def for_turn(self, turn: int) -> EvalContext | None:
+        """The context of one turn: its message, its reply and claims, the records it made. A single-message
+        case is its own turn 1. None: the conversation never reached that turn."""
+        if not self.turns:
+            return self if turn == 1 else None
+        if not 1 <= turn <= len(self.turns):
+            return None
+        t = self.turns[turn - 1]
+        records = tuple(r for r in self.records if t.holds(r.seq))
+        return replace(
+            self,
+            input=t.user,
+            output=t.output,
+            claimed_outcome=t.claimed_outcome.strip().upper() if t.claimed_outcome else None,
+            business_outcome=t.business_outcome,
+            agent_status=t.agent_status,
+            records=records,
+            calls=agent_calls(records),
+        )
 
     @classmethod
     def from_case(cls, case: CaseRun) -> EvalContext:
@@ -65,6 +86,7 @@ class EvalContext:
                 [case.initial_state, case.final_state], case.tenant, case.input_message
             ),
             escalation_tools=escalation_tools(case),
+            turns=case.turns,
         )
 
 

@@ -63,6 +63,7 @@ EVALUATORS: Mapping[str, Evaluator] = MappingProxyType(
     }
 )
 
+TURN_NOT_REACHED = "TURN_NOT_REACHED"
 AGENT_RUN_TYPE = "agentRun"
 AGENT_RUN_ID = "agent-run"
 CLAIM_FINDING_ID = "claim-supported"
@@ -111,6 +112,17 @@ def evaluate_expectation(
         finding = errored(f"{meta.type} is not graded by evaluator set {evaluator_set_name} (it came with {since}).")
         return _result(meta, UNKNOWN_EVALUATOR, versions[UNKNOWN_EVALUATOR], finding)
     version = versions[evaluator]
+    turn = raw.get("turn")
+    if turn is not None:  # the expectation addresses one turn of a conversation
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+            return _result(meta, evaluator, version, errored(f"Invalid expectation: turn must be >= 1, got {turn!r}."))
+        turn_ctx = ctx.for_turn(turn)
+        if turn_ctx is None:
+            reached = len(ctx.turns) or 1
+            why = f"Turn {turn} never happened: the conversation ended after turn {reached}."
+            return _result(meta, evaluator, version, Finding(FAIL, why, TURN_NOT_REACHED))
+        ctx = turn_ctx
+        raw = {k: v for k, v in raw.items() if k != "turn"}
     spec = Spec(raw, meta)
     try:
         spec.check_fields()

@@ -94,5 +94,6 @@ class DemoAgent:
             model_name=self.manifest.model_name,
             internal_key=self._internal_key,
             contained=self._contained,
+            earlier=tuple(turn.user for turn in request.conversation),
         )
         return run_agent_loop(scripted, request, self.limits, options)

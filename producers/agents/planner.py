@@ -19,9 +19,10 @@ from producers.agents.conversation import (
     called,
     first_of,
 )
+from producers.agents.conversation_memory import remembered_request
 from producers.agents.directives import Directives, parse_directives
 from producers.agents.refund_flow import RefundContext, plan_refund
-from producers.agents.request_parsing import ParsedRequest, parse_request
+from producers.agents.request_parsing import ParsedRequest
 
 JSON = Any
 CallFactory = Callable[[str, dict[str, JSON]], ToolCallAction]
@@ -157,8 +158,10 @@ class ScriptedPlanner:
         model_name: str,
         internal_key: str | None = None,
         contained: bool = False,
+        earlier: Sequence[str] = (),
     ) -> None:
         self.name = model_name
+        self._earlier = tuple(earlier)  # the customer's earlier messages in a conversation
         self._instructions = instructions
         self._message = message
         self._context = dict(context)
@@ -168,7 +171,7 @@ class ScriptedPlanner:
     def next_action(self, turn: int, history: Sequence[Exchange]) -> Action:
         return plan_next_action(
             parse_directives(self._instructions),
-            parse_request(self._message, self._context),
+            remembered_request(self._message, self._earlier, self._context),
             history,
             turn,
             internal_key=self._internal_key,

@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS cases
     `agent_finding_message` Nullable(String),
     `latency_ms` Nullable(Float64),
     `escalation_tools` Array(String),
-    `claim_findings_json` Nullable(String)
+    `claim_findings_json` Nullable(String),
+    `conversation_json` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (case_id)

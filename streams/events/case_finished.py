@@ -50,3 +50,4 @@ class CaseFinished(Event):
     latency_ms: float | None = None
     escalation_tools: list[str] = field(default_factory=list)
     claim_findings_json: str | None = None
+    conversation_json: str | None = None  # a multi-turn case's turns; None for a single message

@@ -84,9 +84,9 @@ def test_each_turn_is_graded_on_its_own_reply_and_calls(capsys: pytest.CaptureFi
         "confirms-the-refund": "PASS",
         "success-backed-by-state": "PASS",
     }
-    assert later["verdict"]["status"] == "PASS"
+    assert later["verdict"]["status"] == "PASSED"
     changed = cases["refund-amount-changed"]
-    assert changed["verdict"]["status"] == "PASS"
+    assert changed["verdict"]["status"] == "PASSED"
     assert changed["final_state"]["escalations"][0]["amount"] == 150
     assert changed["final_state"]["orders"]["ORD-1001"]["refunded_amount"] == 60
 
