@@ -26,6 +26,7 @@ from producers.agents.contract import (
     AgentRunError,
     ToolReply,
     ToolSpec,
+    Turn,
 )
 from producers.agents.demo_agent import DemoAgent, PlannerFactory
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
@@ -56,6 +57,8 @@ class RunRequest:
     contained: bool
     context: dict[str, JSON]
     run_context: dict[str, JSON]
+    turn: int = 1
+    conversation: tuple[Turn, ...] = ()  # the earlier turns of a multi-turn case
 
 
 def parse_run_request(body: dict[str, JSON]) -> RunRequest:
@@ -80,7 +83,36 @@ def parse_run_request(body: dict[str, JSON]) -> RunRequest:
         contained=bool(_field(body, "contained", bool)),
         context=dict(_field(body, "context", dict) or {}),
         run_context=dict(_field(body, "run_context", dict) or {}),
+        turn=_turn(body),
+        conversation=_conversation(body),
     )
+
+
+MAX_TURNS = 20
+
+
+def _turn(body: dict[str, JSON]) -> int:
+    turn = body.get("turn", 1)
+    if isinstance(turn, bool) or not isinstance(turn, int) or not 1 <= turn <= MAX_TURNS:
+        raise _InvalidRequest(f"turn must be an integer from 1 to {MAX_TURNS}.")
+    return turn
+
+
+def _conversation(body: dict[str, JSON]) -> tuple[Turn, ...]:
+    """`conversation`: the earlier turns as alternating user / assistant messages."""
+    messages = _field(body, "conversation", list) or []
+    if len(messages) % 2 or len(messages) > 2 * MAX_TURNS:
+        raise _InvalidRequest("conversation must hold user/assistant message pairs (at most 20 turns).")
+    turns: list[Turn] = []
+    for user, agent in zip(messages[::2], messages[1::2], strict=True):
+        for message, role in ((user, "user"), (agent, "assistant")):
+            valid = isinstance(message, dict) and message.get("role") == role
+            if not (valid and isinstance(message.get("content"), str)):
+                raise _InvalidRequest("conversation messages alternate user and assistant roles, with text content.")
+            if len(message["content"]) > MAX_INPUT_CHARS:
+                raise _InvalidRequest(f"a conversation message is longer than {MAX_INPUT_CHARS} characters.")
+        turns.append(Turn(user["content"], agent["content"]))
+    return tuple(turns)
 
 
 def _field(body: dict[str, JSON], name: str, kind: type) -> Any:
@@ -93,7 +125,7 @@ def _checked(name: str, value: JSON, kind: type) -> Any:
     return value
 
 
-_KIND_NAMES: dict[type, str] = {str: "string", dict: "object", bool: "boolean"}
+_KIND_NAMES: dict[type, str] = {str: "string", dict: "object", bool: "boolean", list: "array"}
 
 
 @functools.cache
@@ -134,6 +166,8 @@ def run_demo_agent(
         client=client,
         session_id=run.session_id,
         scenario_name=str(run.run_context.get("scenario_name") or ""),
+        turn=run.turn,
+        conversation=run.conversation,
     )
     try:
         return agent.run(request)
