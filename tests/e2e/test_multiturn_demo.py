@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agenttwin.cli import main
+from evaluation.summary import strip_timings
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
@@ -103,3 +105,31 @@ def test_the_candidate_claims_success_that_the_state_disproves(capsys: pytest.Ca
     changed = {r["expectation"]["id"]: r["status"] for r in cases["refund-amount-changed"]["results"]}
     assert changed["policy-before-refund"] == "FAIL"
     assert changed["no-refund-above-the-limit"] == "PASS"
+
+
+def _values(data_dir: Path) -> dict[str, list[bytes]]:
+    """Every event's bytes (Avro single-object encoding), per topic, in log order."""
+    import fastavro
+
+    out: dict[str, list[bytes]] = {}
+    for path in sorted((data_dir / "topics-log").rglob("*.avro")):
+        with path.open("rb") as f:
+            out[path.name] = [bytes(record["value"]) for record in fastavro.reader(f)]
+    return out
+
+
+def test_same_seed_same_bytes(tmp_path: Path) -> None:
+    outputs, events = [], []
+    for name in ("one", "two"):
+        buffer = io.StringIO()
+        argv = ["evaluate", "--baseline", "demo:1.2.4", "--candidate", "demo:1.3.0", "--suite", "demo-multiturn"]
+        with contextlib.redirect_stdout(buffer):
+            assert main([*argv, "--json", "--seed", "7", "--data-dir", str(tmp_path / name)]) == 0
+        outputs.append(json.loads(buffer.getvalue()))
+        events.append(_values(tmp_path / name))
+    # wall-clock timings are the one thing allowed to differ
+    assert strip_timings(outputs[0]) == strip_timings(outputs[1])
+    assert events[0] == events[1]
+    assert sum(len(v) for v in events[0].values()) > 50
+    conversations = [v for v in events[0]["cases.avro"] if b"first_seq" in v]
+    assert len(conversations) == 4
