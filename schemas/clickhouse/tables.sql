@@ -419,3 +419,4 @@ ALTER TABLE evaluation_requests ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 
 ALTER TABLE pairs ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE cases ADD COLUMN IF NOT EXISTS `escalation_tools` Array(String);
 ALTER TABLE cases ADD COLUMN IF NOT EXISTS `claim_findings_json` Nullable(String);
+ALTER TABLE cases ADD COLUMN IF NOT EXISTS `conversation_json` Nullable(String);
