@@ -345,7 +345,8 @@ class _CaseGate:
                 await send(message)
             return
         scope[TOKEN_SCOPE_KEY] = token
-        watch = _DropWatch(self._mcp, send)
+        # only a POST answers a tool call; a GET stream's headers are never held back
+        watch = _DropWatch(self._mcp, send, hold=scope.get("method") == "POST")
         await self._app(scope, receive, watch.send)
         if watch.dropped:
             raise _DropConnection("dropped on purpose (fault injection)")
@@ -354,16 +355,17 @@ class _CaseGate:
 class _DropWatch:
     """Passes a response through, unless it carries a drop mark: then it cuts the stream instead."""
 
-    def __init__(self, mcp: TwinMcp, send: Send) -> None:
+    def __init__(self, mcp: TwinMcp, send: Send, *, hold: bool) -> None:
         self._mcp = mcp
         self._send = send
+        self._hold = hold
         self._start: ASGIMessage | None = None
         self.dropped = False
 
     async def send(self, message: ASGIMessage) -> None:
         if self.dropped:
             return
-        if message["type"] == "http.response.start":
+        if message["type"] == "http.response.start" and self._hold:
             self._start = message  # held until the first body chunk shows whether it is a drop
             return
         if message["type"] == "http.response.body":
@@ -418,7 +420,12 @@ class TwinMcpServer:
 
         logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
         config = uvicorn.Config(
-            self.mcp.asgi_app(), log_config=None, log_level="warning", access_log=False, lifespan="on"
+            self.mcp.asgi_app(),
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,  # an agent's open stream does not hold a stopping server up
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

@@ -265,7 +265,11 @@ def first_message(request: AgentRequest) -> list[ContentBlockParam]:
         context["customer_id"] = request.customer_id
     if request.tenant:
         context["tenant"] = request.tenant
-    blocks: list[ContentBlockParam] = [{"type": "text", "text": request.message}]
+    blocks: list[ContentBlockParam] = []
+    if request.conversation:  # a later turn: what was said before, then the customer's newest message
+        said = "\n".join(f"Customer: {t.user}\nYou: {t.agent}" for t in request.conversation)
+        blocks.append({"type": "text", "text": f"Earlier in this conversation:\n{said}\n\nThe customer now says:"})
+    blocks.append({"type": "text", "text": request.message})
     if context:
         known = json.dumps(context, sort_keys=True, default=str)
         blocks.append({"type": "text", "text": f"Request context (set by the support platform): {known}"})
