@@ -73,7 +73,7 @@ def run_conversation(
         results.append(result)
         if result.status != "completed":
             break
-        spoken.append(Turn(message, result.output))
+        spoken.append(Turn(message, result.output or ""))  # an unreadable reply is heard as silence
         try:
             following = user.next_message(tuple(spoken))
         except Exception as exc:  # a model playing the user failed: the conversation cannot go on
@@ -93,7 +93,7 @@ def combined(results: list[AgentResult]) -> AgentResult | None:
     return replace(
         last,
         tool_calls=tuple(call for r in results for call in r.tool_calls),
-        steps=sum(r.steps for r in results),
+        steps=None if any(r.steps is None for r in results) else sum(r.steps or 0 for r in results),
         token_estimate=sum(r.token_estimate for r in results),
         backoff_ms=sum(r.backoff_ms for r in results),
         findings=tuple(f for r in results for f in r.findings),

@@ -241,13 +241,13 @@ class TwinMcp:
         return self._result(reply)
 
     async def _search(self, authorization: str, arguments: dict[str, JSON]) -> mcp_types.CallToolResult:
+        """The knowledge base, as the HTTP endpoint serves it: a query over a limit is refused and recorded."""
         query, limit = arguments.get("query", ""), arguments.get("limit", 3)
-        if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int):
-            return _tool_result(
-                400, {"error": {"code": "INVALID_QUERY", "message": "query is text, limit an integer."}}
-            )
-        documents = await anyio.to_thread.run_sync(self.endpoint.search_kb, authorization, query, limit)
-        return _tool_result(200, {"result": {"documents": documents}})
+        answer = await anyio.to_thread.run_sync(self.endpoint.search_kb, authorization, query, limit)
+        if answer.refusal is not None:
+            refusal = answer.refusal
+            return _tool_result(refusal.status, {"error": {"code": refusal.code, "message": refusal.message}})
+        return _tool_result(200, {"result": {"documents": answer.documents}})
 
     def _headers(self, ctx: Any, params: Any) -> dict[str, str]:
         """The POST's headers (minus credentials, hop-by-hop and MCP transport ones) and the call's own."""

@@ -1,7 +1,8 @@
 """The published demo is untouched by multi-turn scenarios and MCP: same events, same printed story.
 
 `data/demo_digest.json` and `data/demo_output.txt` were taken from `agenttwin demo` before conversations
-existed (main at 33b41b1, run with the main branch's own code). A change that is meant to alter the demo regenerates both:
+existed (main's own code, at the commit this branch last rebased on). A change meant to alter the demo
+regenerates both:
 `python -c "from tests.e2e.demo_digest import demo_digest; ..."` over a fresh `agenttwin demo --data-dir`.
 """
 

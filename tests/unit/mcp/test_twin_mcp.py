@@ -52,6 +52,7 @@ CALLS: list[tuple[str, dict[str, Any], dict[str, str] | None]] = [
     ("lookup_order", {"order_id": "ORD-1001"}, None),
     ("send_email", {"customer_id": "CUS-100", "template": "refund_confirmation"}, {"Idempotency-Key": "e-1"}),
     (KB_TOOL, {"query": "refund policy", "limit": 2}, None),
+    (KB_TOOL, {"query": "refund", "limit": "two"}, None),  # refused, and recorded, on every path
     ("no_such_tool", {}, None),
     ("refund_payment", {"order_id": "ORD-1001", "amount": "forty"}, None),
 ]
@@ -107,7 +108,9 @@ def test_an_mcp_call_leaves_the_records_of_the_same_call_in_process_and_over_htt
     assert results[3].structured_content["error"]["code"] == "ACCESS_DENIED"
     assert results[4].meta[HTTP_META_KEY] == {"status": 429, "headers": {"Retry-After": "2"}}
     assert next(d["id"] for d in results[6].structured_content["result"]["documents"]) == "kb-refund-policy"
-    assert results[7].structured_content["error"]["code"] == "UNKNOWN_TOOL"
+    assert results[7].is_error and results[7].structured_content["error"]["code"] == "INVALID_QUERY"
+    assert results[8].structured_content["error"]["code"] == "UNKNOWN_TOOL"
+    assert [r.refused for r in over_mcp.retrievals] == [None, "INVALID_QUERY"]
 
 
 @pytest.mark.parametrize("mode", MODES)
