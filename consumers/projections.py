@@ -15,6 +15,7 @@ from streams.events import (
     CaseFinished,
     CasePlanned,
     CaseVerdicted,
+    ClaimRead,
     ComparisonMade,
     ContradictionDetected,
     DeadLettered,
@@ -26,6 +27,8 @@ from streams.events import (
     OutcomeVerified,
     PairPlanned,
     SpanRecorded,
+    SubjectLinked,
+    SubjectVerified,
     TwinCallRecorded,
 )
 
@@ -39,6 +42,9 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     ExpectationResulted: "expectation_results",
     CaseVerdicted: "verdicts",
     OutcomeVerified: "verified_outcomes",
+    SubjectLinked: "subject_links",
+    SubjectVerified: "subject_verifications",
+    ClaimRead: "claims",
     ComparisonMade: "comparisons",
     ContradictionDetected: "contradictions",
     HumanReviewed: "reviews",
