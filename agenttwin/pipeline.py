@@ -21,7 +21,7 @@ from streams import ids
 from streams.convert import graded_from_verdict
 from streams.embedded import EmbeddedRuntime, Progress, RunStats
 from streams.events import CaseVerdicted, EvaluationRequested, Event, PairPlanned
-from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator
+from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator, SubjectJoin
 from twin_engine.canonical import canonical_json
 
 Refine = Callable[[GradedCase], GradedCase]
@@ -110,7 +110,7 @@ def processors(
     out: list[Processor] = [Planner(), Simulator(concurrency)] if simulate else []
     out += [Grader(v, refine) for v in versions]
     out.append(Comparator())  # one comparator for every version on the topic
-    out.append(OutcomeJoin())
+    out += [SubjectJoin(), OutcomeJoin()]  # the subject join feeds the outcome join verifications by subject
     return out
 
 

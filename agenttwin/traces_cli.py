@@ -102,10 +102,11 @@ def _bootstrap(args: argparse.Namespace, settings: Settings) -> str | None:
 
 def ingest(args: argparse.Namespace) -> int:
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
-    from producers.otlp.live import LiveProcessor
+    from producers.otlp.live import LiveProcessor, run_every
     from producers.otlp.publishing import SerializedPublisher
     from producers.otlp.server import TRACES_PATH, make_server
     from streams.processors.outcome_join import OutcomeJoin
+    from streams.processors.subject_join import SubjectJoin
 
     settings, ingest_settings = load_settings(), IngestSettings()
     try:
@@ -145,8 +146,9 @@ def ingest(args: argparse.Namespace) -> int:
             closer.close()
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if not bootstrap and args.join_every > 0:
-        LiveProcessor(runtime, OutcomeJoin(), publisher).run_every(args.join_every, stop)
-        where += f", outcome join every {args.join_every:g} s"
+        joins = [LiveProcessor(runtime, SubjectJoin(), publisher), LiveProcessor(runtime, OutcomeJoin(), publisher)]
+        run_every(joins, args.join_every, stop)
+        where += f", subject and outcome joins every {args.join_every:g} s"
     out(f"agenttwin ingest: {server.url}{TRACES_PATH} ({len(keys)} API key(s); {where})")
     sys.stdout.flush()
     try:

@@ -66,14 +66,22 @@ class LiveProcessor:
 
     def run_every(self, interval_s: float, stop: threading.Event) -> threading.Thread:
         """Step on a daemon thread every `interval_s` until `stop` is set."""
+        return run_every([self], interval_s, stop)
 
-        def loop() -> None:
-            while not stop.wait(interval_s):
+
+def run_every(live: list[LiveProcessor], interval_s: float, stop: threading.Event) -> threading.Thread:
+    """Step each processor in turn (so one's outputs reach the next in the same round) on a daemon thread
+    every `interval_s` until `stop` is set."""
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            for processor in live:
                 try:
-                    self.step()
-                except Exception:  # keep the receiver's join alive; the error is logged, the step retried
-                    _log.exception("live %s step failed", self.processor.name)
+                    processor.step()
+                except Exception:  # keep the receiver's joins alive; the error is logged, the step retried
+                    _log.exception("live %s step failed", processor.processor.name)
 
-        thread = threading.Thread(target=loop, name=f"live-{self.processor.name}", daemon=True)
-        thread.start()
-        return thread
+    names = "+".join(p.processor.name for p in live)
+    thread = threading.Thread(target=loop, name=f"live-{names}", daemon=True)
+    thread.start()
+    return thread
