@@ -27,6 +27,7 @@ from producers.sdk import attributes as A
 from producers.sdk.content import ContentPolicy
 from producers.sdk.outcome import Evidence
 from producers.sdk.reporter import Counters, OutcomeReporter, SdkStats, guarded
+from streams.span_reading import AT_SUBJECT, normalize_subject
 from twin_engine.canonical import sha256_hex
 
 AttrValue = str | bool | int | float
@@ -39,6 +40,24 @@ def idempotency_key_hash(key: str) -> str:
 def _hex_ids(span: Span) -> tuple[str, str]:
     ctx = span.get_span_context()
     return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+def current_trace_id() -> str | None:
+    """The trace id (32 hex digits) of the span active here, whoever started it; None outside any trace."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def add_subject(span: Span, subject: str) -> str | None:
+    """Add a business subject (`order:ORD-1001`) to the span's `agenttwin.subject` list; None if malformed."""
+    normalized = normalize_subject(subject)
+    if normalized is None or not span.is_recording():
+        return None
+    known = getattr(span, "attributes", None) or {}
+    listed = [s for s in str(known.get(AT_SUBJECT, "")).split(",") if s]
+    if normalized not in listed:
+        span.set_attribute(AT_SUBJECT, ",".join([*listed, normalized]))
+    return normalized
 
 
 @dataclass
@@ -83,6 +102,11 @@ class _Handle:
 
 
 class AgentRun(_Handle):
+    def set_subject(self, subject: str) -> None:
+        """Name a business subject the run acts on (`order:ORD-1001`): a verification naming only the subject
+        then finds this trace."""
+        self.sdk.guard(lambda: add_subject(self.span, subject), None)
+
     def set_input(self, messages: Any) -> None:
         self._content(A.INPUT_MESSAGES, messages)
 
@@ -176,6 +200,7 @@ class AgentTwin:
         release_id: str | None = None,
         commit_sha: str | None = None,
         input: Any = None,
+        subject: str | None = None,
     ) -> Iterator[AgentRun]:
         context = _drop_none(
             {
@@ -207,6 +232,8 @@ class AgentTwin:
             try:
                 if input is not None:
                     run.set_input(input)
+                if subject is not None:
+                    run.set_subject(subject)
                 yield run
             except BaseException as exc:
                 span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
@@ -291,14 +318,22 @@ class AgentTwin:
             run.claimed = True
             self.guard(run.name_outcome_tool, None)
 
+    def set_subject(self, subject: str) -> None:
+        """Name a business subject on the current run's root span (else the current span)."""
+        run = _CURRENT_RUN.get()
+        target = run.root if run else trace.get_current_span()
+        if self.guard(lambda: add_subject(target, subject), None) is None:
+            self._counters.add(dropped=1)
+
     def report_outcome(
         self,
-        trace_id: str,
+        trace_id: str | None,
         status: str,
         verified: bool,
         source: str,
         evidence: Evidence = None,
         *,
+        subject: str | None = None,
         business_outcome: str | None = None,
         claimed_status: str | None = None,
         agent: str | None = None,
@@ -315,6 +350,7 @@ class AgentTwin:
             verified,
             source,
             evidence,
+            subject=subject,
             business_outcome=business_outcome,
             claimed_status=claimed_status,
             agent=agent,
