@@ -39,6 +39,7 @@ from streams.processors.trace_claims import (
 from streams.span_reading import read_span
 
 CLAIM_ATTRIBUTE = "agenttwin.outcome.claimed"
+CLAIM_INFERRED_ATTRIBUTE = "agenttwin.outcome.claim_inferred_by"  # an adapter read the claim from the answer
 RULE = "claimed-success-disproved"
 TOOL_ATTRIBUTE = "agenttwin.outcome.tool"  # the riskiest tool of the run, set on the claim
 DEFAULT_HORIZON = timedelta(hours=1)
@@ -104,7 +105,9 @@ class OutcomeJoin(Processor):
                     "tool": attrs.get(TOOL_ATTRIBUTE),
                     "at": event.received_time,
                 }
-            elif entry["claim"] is None or entry["claim"].get("inferred_by") is not None:
+                if attrs.get(CLAIM_INFERRED_ATTRIBUTE):
+                    entry["claim"]["inferred_by"] = attrs[CLAIM_INFERRED_ATTRIBUTE]
+            elif entry["claim"] is None or entry["claim"].get("from_answer"):
                 entry["claim"] = inferred_claim(entry, self.classifier, event.tenant)
             if not ids.is_simulation_tenant(event.tenant):
                 read = claim_read(entry, entry["last_received"])

@@ -79,6 +79,7 @@ def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier, tenant: s
         "at": answer["at"],
         "inferred_by": reading.inferred_by,
         "rule": reading.rule,
+        "from_answer": True,  # the join read it; a claim on a span (stated, or read by an adapter) replaces it
     }
 
 
