@@ -295,12 +295,16 @@ def result_error(result: Any) -> str | None:
     doc = _unwrap_result(doc)
     if not isinstance(doc, dict):
         return None
+    http = _http_error(doc)
     error = doc.get("error")
-    if error not in (None, False, "", {}, []):
-        return "error: " + _text(error)
+    said = _text(error) if error not in (None, False, "", {}, []) else None
+    if http:
+        return f"{http}: {said}" if said else http
+    if said:
+        return "error: " + said
     if doc.get("isError") is True:
         return "error: " + _text(doc.get("content", "isError"))
-    return _http_error(doc)
+    return None
 
 
 def _tool_error(span: SpanRecorded, attrs: Mapping[str, str]) -> str | None:

@@ -112,6 +112,7 @@ def test_an_openinference_tool_span_reads_as_a_write_tool_call_with_its_subject(
         ({"status_code": "429", "detail": "slow down"}, "HTTP 429"),
         ({"statusCode": 200}, None),
         ({"error": "gateway timeout"}, "error: gateway timeout"),
+        ({"status": 504, "error": "gateway timeout"}, "HTTP 504: gateway timeout"),
         ({"error": {"code": "card_declined"}}, 'error: {"code": "card_declined"}'),
         ({"isError": True, "content": [{"type": "text", "text": "boom"}]}, 'error: [{"text": "boom", "type": "text"}]'),
         ({"ok": True, "error": ""}, None),
