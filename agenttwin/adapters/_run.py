@@ -39,6 +39,10 @@ def result_status(result: Any) -> str:
     """The SDK's result status (ok, error, timeout, rate_limited, denied) of a tool's result."""
     doc = parse_json(result) if isinstance(result, str) else result
     error = result_error(doc if doc is not None else result)
+    return status_of_error(error)
+
+
+def status_of_error(error: str | None) -> str:
     if error is None:
         return "ok"
     status = error.split(":", 1)[0]
@@ -74,6 +78,7 @@ class ProductionRun(AbstractContextManager["ProductionRun"]):
         self.claim_reading: ClaimReading | None = None
         self._stated: tuple[str, str | None] | None = None
         self._calls: dict[Hashable, ToolCall] = {}
+        self._names: dict[Hashable, str] = {}
         self._lock = threading.Lock()
         self._cm: AbstractContextManager[AgentRun] | None = None
         self.run: AgentRun | None = None
@@ -139,19 +144,31 @@ class ProductionRun(AbstractContextManager["ProductionRun"]):
             call = self.twin.start_tool_call(self.run, name, arguments, risk=risk, call_id=call_id)
             with self._lock:
                 self._calls[key] = call
-            if self.subjects_from_arguments and is_write_tool(name, risk) and isinstance(arguments, Mapping):
-                for subject in subjects_of_arguments(arguments):
-                    self.run.set_subject(subject)
+                self._names[key] = name
+            self._subjects(name, arguments)
 
         self.twin.guard(start, None)
 
-    def tool_finished(self, key: Hashable, result: Any = None, *, error: BaseException | None = None) -> None:
+    def _subjects(self, name: str, arguments: Any) -> None:
+        if self.run is None or not self.subjects_from_arguments or not isinstance(arguments, Mapping):
+            return
+        if is_write_tool(name, self.risks.get(name)):
+            for subject in subjects_of_arguments(arguments):
+                self.run.set_subject(subject)
+
+    def tool_finished(
+        self, key: Hashable, result: Any = None, *, error: BaseException | None = None, arguments: Any = None
+    ) -> None:
+        """End a call; `arguments` when the framework gives them only at the end (their subjects count)."""
         with self._lock:
             call = self._calls.pop(key, None)
+            name = self._names.pop(key, None)
         if call is None:
             return
 
         def finish() -> None:
+            if arguments is not None and name is not None:
+                self._subjects(name, arguments)
             if error is None:
                 call.set_result(result_status(result), result)
             call.end(error)
