@@ -21,6 +21,7 @@ from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
 from consumers.embedded_sink import SINK_GROUP
+from evaluation.claim_model import claim_classifier
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
@@ -127,7 +128,7 @@ def build_workers(
         elif kind == "subject-join":
             workers.append(FaustWorker(SubjectJoin(), bootstrap, naming, data_dir))
         elif kind == "outcome-join":
-            workers.append(FaustWorker(OutcomeJoin(), bootstrap, naming, data_dir))
+            workers.append(FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir))
         elif kind == "sink":
             if warehouse is None:
                 raise ValueError("the sink worker needs a warehouse")

@@ -101,6 +101,7 @@ def _bootstrap(args: argparse.Namespace, settings: Settings) -> str | None:
 
 
 def ingest(args: argparse.Namespace) -> int:
+    from evaluation.claim_model import claim_classifier
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
     from producers.otlp.live import LiveProcessor, run_every
     from producers.otlp.publishing import SerializedPublisher
@@ -117,6 +118,10 @@ def ingest(args: argparse.Namespace) -> int:
         raise CliError("no API keys: pass --api-keys FILE or set AGENTTWIN_INGEST_API_KEYS (KEY=TENANT,...)")
     max_body = args.max_body_bytes or ingest_settings.max_body_bytes
     bootstrap = _bootstrap(args, settings)
+    try:
+        classifier = claim_classifier()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     stop = threading.Event()
     closers: list[Any] = []
     if bootstrap:
@@ -146,7 +151,10 @@ def ingest(args: argparse.Namespace) -> int:
             closer.close()
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if not bootstrap and args.join_every > 0:
-        joins = [LiveProcessor(runtime, SubjectJoin(), publisher), LiveProcessor(runtime, OutcomeJoin(), publisher)]
+        joins = [
+            LiveProcessor(runtime, SubjectJoin(), publisher),
+            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher),
+        ]
         run_every(joins, args.join_every, stop)
         where += f", subject and outcome joins every {args.join_every:g} s"
     out(f"agenttwin ingest: {server.url}{TRACES_PATH} ({len(keys)} API key(s); {where})")
