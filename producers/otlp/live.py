@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from producers.otlp.publishing import SerializedPublisher
@@ -69,9 +70,15 @@ class LiveProcessor:
         return run_every([self], interval_s, stop)
 
 
-def run_every(live: list[LiveProcessor], interval_s: float, stop: threading.Event) -> threading.Thread:
-    """Step each processor in turn (so one's outputs reach the next in the same round) on a daemon thread
-    every `interval_s` until `stop` is set."""
+def run_every(
+    live: list[LiveProcessor],
+    interval_s: float,
+    stop: threading.Event,
+    *,
+    also: Sequence[Callable[[], object]] = (),
+) -> threading.Thread:
+    """Step each processor in turn (so one's outputs reach the next in the same round), then the `also`
+    callables, on a daemon thread every `interval_s` until `stop` is set."""
 
     def loop() -> None:
         while not stop.wait(interval_s):
@@ -80,6 +87,11 @@ def run_every(live: list[LiveProcessor], interval_s: float, stop: threading.Even
                     processor.step()
                 except Exception:  # keep the receiver's joins alive; the error is logged, the step retried
                     _log.exception("live %s step failed", processor.processor.name)
+            for step in also:
+                try:
+                    step()
+                except Exception:
+                    _log.exception("live step %r failed", step)
 
     names = "+".join(p.processor.name for p in live)
     thread = threading.Thread(target=loop, name=f"live-{names}", daemon=True)
