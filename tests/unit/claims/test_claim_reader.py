@@ -86,3 +86,13 @@ def test_huge_and_hostile_answers_are_read_in_bounded_time() -> None:
 def test_the_same_answer_always_reads_the_same() -> None:
     rows = _rows("fresh_answers")
     assert [read_claim(r["answer"]) for r in rows] == [read_claim(r["answer"]) for r in rows]
+
+
+def test_the_readme_states_the_measured_figures() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8").split())
+    for name, (answers, right, false_success) in MEASURED.items():
+        share = f"{100 * right / answers:.1f} %"
+        assert f"`{name}.jsonl`" in readme
+        assert f"| {answers} | {right} ({share}) | {false_success} |" in readme or (
+            f"| {answers} | **{right} ({share})** | {false_success} |" in readme
+        ), name
