@@ -65,6 +65,15 @@ class CliProcess:
             f"{self.args}: no matching line in {timeout_s} s; stdout {self.seen}, stderr {self.errors}"
         )
 
+    def wait(self, timeout_s: float) -> int:
+        """Its exit status once it ends by itself (its streams closed)."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return self.stop()
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)

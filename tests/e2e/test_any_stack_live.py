@@ -92,6 +92,18 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
         assert json_rows(counted.stdout) == [
             {"n": 1, "tool": "refund_payment", "subject": f"order:{ORDER}", "by": "rules-v1"}
         ]
+        # two readers at once take two slots; each copy is brought up to date from where it left off
+        both = [
+            CliProcess(
+                ["sql", "SELECT count() AS n FROM spans", "--format", "csv", "--data-dir", str(data)], env, tmp_path
+            )
+            for _ in range(2)
+        ]
+        for proc in both:
+            proc.wait_for(lambda text: text.strip().isdigit() and int(text) >= 10, 300)
+            assert proc.wait(300) == 0, proc.errors
+        slots = sorted(p.name for p in (data / "readers").glob("clickhouse-*") if (p / "progress.json").exists())
+        assert slots == ["clickhouse-0", "clickhouse-1"], slots
         traces = run_cli(
             [
                 "sql",
