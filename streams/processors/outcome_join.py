@@ -108,7 +108,7 @@ class OutcomeJoin(Processor):
                 if attrs.get(CLAIM_INFERRED_ATTRIBUTE):
                     entry["claim"]["inferred_by"] = attrs[CLAIM_INFERRED_ATTRIBUTE]
             elif entry["claim"] is None or entry["claim"].get("from_answer"):
-                entry["claim"] = inferred_claim(entry, self.classifier, event.tenant)
+                entry["claim"] = inferred_claim(entry, self.classifier)
             if not ids.is_simulation_tenant(event.tenant):
                 read = claim_read(entry, entry["last_received"])
                 if read is not None:

@@ -53,7 +53,7 @@ def last_write_tool(entry: dict[str, Any]) -> str | None:
     return writes[-1] if writes else None
 
 
-def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier, tenant: str | None) -> dict[str, Any] | None:
+def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[str, Any] | None:
     """The claim read from the trace's final answer, as the join's claim record (None without an answer)."""
     answer = entry.get("answer")
     if answer is None:
