@@ -92,7 +92,7 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
         assert json_rows(counted.stdout) == [
             {"n": 1, "tool": "refund_payment", "subject": f"order:{ORDER}", "by": "rules-v1"}
         ]
-        # two readers at once take two slots; each copy is brought up to date from where it left off
+        # two readers at once (each takes a free slot: tests/unit/traces/test_readers_beside_writer.py)
         both = [
             CliProcess(
                 ["sql", "SELECT count() AS n FROM spans", "--format", "csv", "--data-dir", str(data)], env, tmp_path
@@ -102,8 +102,7 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
         for proc in both:
             proc.wait_for(lambda text: text.strip().isdigit() and int(text) >= 10, 300)
             assert proc.wait(300) == 0, proc.errors
-        slots = sorted(p.name for p in (data / "readers").glob("clickhouse-*") if (p / "progress.json").exists())
-        assert slots == ["clickhouse-0", "clickhouse-1"], slots
+        assert (data / "readers" / "clickhouse-0" / "progress.json").exists()  # kept for the next reader
         traces = run_cli(
             [
                 "sql",

@@ -74,3 +74,25 @@ def test_a_reader_sees_what_the_writer_appends_after_it_opened(runtime: Embedded
         _contradiction(runtime)
         (record,) = list(reader.log.read("contradictions"))
         assert reader.decode(record).event_type == "ContradictionDetected"
+
+
+def test_readers_take_free_slots_and_wait_when_all_are_busy(tmp_path: Path) -> None:
+    from consumers.reader_sink import READER_SLOTS, ReadersBusy, reader_slot
+
+    with reader_slot(tmp_path) as first, reader_slot(tmp_path) as second:
+        assert (first.number, second.number) == (0, 1)
+        first.save({"spans": 7})
+        assert first.progress() == {"spans": 7} and second.progress() == {}
+    held = []
+    for _ in range(READER_SLOTS):
+        held.append(reader_slot(tmp_path))
+        held[-1].__enter__()
+    with pytest.raises(ReadersBusy), reader_slot(tmp_path, wait_s=0.3, poll_s=0.05):
+        pass
+    for slot in held:
+        slot.__exit__(None, None, None)
+    with reader_slot(tmp_path) as again:
+        assert again.number == 0 and again.progress() == {"spans": 7}  # a copy keeps its progress
+    (tmp_path / "readers" / "clickhouse-0" / "progress.json").write_text("{torn")
+    with reader_slot(tmp_path) as torn:
+        assert torn.progress() == {}  # a torn progress file starts the copy again (inserts dedupe)
