@@ -10,7 +10,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 
 from evaluation.expectations._spec import Finding, InvalidExpectationError, Spec, failed, passed, skipped
-from evaluation.expectations._text import fold
+from evaluation.expectations._text import contains_text
 from evaluation.expectations.context import EvalContext
 from evaluation.results import Evidence
 from twin_engine.compare import check, regex_search, show
@@ -32,18 +32,23 @@ def _output_evidence(ctx: EvalContext) -> tuple[Evidence, ...]:
     return (Evidence(kind="output", detail=f"Output: {_quote(ctx.output or '')}"),)
 
 
+# outputContains / outputNotContains 1.0.0 compare text as written (NFKC + casefold); 1.1.0 also normalises
+# amounts on both sides ($1,939.05 = 1939.05, 40.00 USD = 40 USD) and never matches a number inside another.
+PLAIN_TEXT = "1.0.0"
+
+
 def evaluate_output_contains(spec: Spec, ctx: EvalContext, version: str) -> Finding:
     value = spec.text("value")
     if ctx.output is None:
         return failed("The agent gave no output.", None)
-    if fold(value) in fold(ctx.output):
+    if contains_text(ctx.output, value, amounts=version != PLAIN_TEXT):
         return passed(f"The output contains {value!r}.")
     return failed(f"The output does not contain {value!r}.", "OUTPUT_MISMATCH", _output_evidence(ctx))
 
 
 def evaluate_output_not_contains(spec: Spec, ctx: EvalContext, version: str) -> Finding:
     value = spec.text("value")
-    if ctx.output is None or fold(value) not in fold(ctx.output):
+    if ctx.output is None or not contains_text(ctx.output, value, amounts=version != PLAIN_TEXT):
         return passed(f"The output does not contain {value!r}.")
     return failed(f"The output contains {value!r}.", "OUTPUT_MISMATCH", _output_evidence(ctx))
 
