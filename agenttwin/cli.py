@@ -16,7 +16,8 @@ from agenttwin.settings import load_settings
 
 DEFAULT_SEED = 42
 AGENT_SPEC_HELP = (
-    "demo:<version>[+anthropic[/<model>]] | script:<path> | http://host:port[?timeout=S][#VERSION] | python:module:attr"
+    "demo:<version>[+anthropic[/<model>]] | script:<path> | airline:careful|careless | "
+    "http://host:port[?timeout=S][#VERSION] | python:module:attr"
 )
 
 
@@ -65,8 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=commands.simulate)
 
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
-    ev.add_argument("--baseline", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
-    ev.add_argument("--candidate", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
+    ev.add_argument("--baseline", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careful)")
+    ev.add_argument("--candidate", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careless)")
     _suite_args(ev)
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
     ev.add_argument(
@@ -176,20 +177,47 @@ def _data_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _suite_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--suite", nargs="+", default=["demo"], metavar="SUITE", help="'demo', a directory, or scenario files"
+        "--world",
+        choices=("demo", "airline"),
+        default="demo",
+        help="packaged world: its twin and scenarios are the defaults of --twin and --suite (default demo)",
+    )
+    p.add_argument(
+        "--suite", nargs="+", default=None, metavar="SUITE", help="'demo', 'airline', a directory, or scenario files"
     )
     p.add_argument(
         "--twin",
         metavar="TWIN",
-        help="twin file or 'demo' (default: the demo twin; a scenario written for another twin is then an error)",
+        help="twin file or 'demo' (default: the world's twin; a scenario written for another twin is then an error)",
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"run seed (default {DEFAULT_SEED})")
+
+
+def _apply_world(args: argparse.Namespace) -> None:
+    """--world NAME: the world's twin, suite and (for evaluate) agents, where none were given."""
+    name = getattr(args, "world", None)
+    if name is None:
+        return
+    from agenttwin.worlds import WORLDS
+
+    world = WORLDS[name]
+    if args.suite is None:
+        args.suite = [world.suite]
+    if args.twin is None and name != "demo":
+        args.twin = str(world.twin_file)
+    for side in ("baseline", "candidate"):
+        if hasattr(args, side) and getattr(args, side) is None:
+            default = getattr(world, side)
+            if default is None:
+                raise CliError(f"--{side} is required (it has a default only with --world airline)")
+            setattr(args, side, default)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        _apply_world(args)
         return func(args)
     except CliError as exc:
         print(f"agenttwin: {exc}", file=sys.stderr)

@@ -114,6 +114,10 @@ def _load_twin(spec: str | None) -> Any:
 
     if spec is None or spec == "demo":
         return load_twin(TWIN_FILE)
+    if spec == "airline":
+        from agenttwin.worlds.airline import TWIN_FILE as AIRLINE_TWIN
+
+        return load_twin(AIRLINE_TWIN)
     return load_twin(spec)
 
 

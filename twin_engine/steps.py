@@ -15,7 +15,8 @@
       - forEach: args.items
         effects: [{op: set, path: "orders.{order_id}.items.{vars.item}.status", value: returned}]
 
-Lists run in order. A `let` binds names for the steps after it (and, at the top level, the response);
+Lists run in order. A `let` binds names for the steps after it (and, at the top level, the response); the
+names of one `let` may read each other whatever their key order (evaluated by reference, cycles refused);
 names bound inside `when` or `forEach` stay there. In a loop `as` (default `item`) and `index` (default
 `index`) name the item and its position. Expressions read the names directly (`item.price`); templates
 read them as `{vars.item}`. A call is all-or-nothing: the effects change a scratch copy of the state,
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin_engine.conditions import AnyCondition, check_condition, compile_condition
@@ -106,15 +107,36 @@ def _expression(source: Any, scope: TemplateScope, where: str) -> Expression:
 
 
 def compile_let(raw: Any, scope: TemplateScope, where: str) -> tuple[Let, TemplateScope]:
-    """`let: {name: expression, ...}`, in order: each expression may read the names before it."""
+    """`let: {name: expression, ...}`: the names of one block may read each other, in any order (no cycles).
+
+    The order of evaluation follows the references, not the order of the keys: twins travel as canonical
+    JSON, whose keys are sorted, so the document's key order cannot carry meaning.
+    """
     if not isinstance(raw, dict) or not raw:
         raise DefinitionError("let needs an object of name: expression", path=where)
-    bindings = []
-    for name, source in raw.items():
-        check_name(name, scope, f"{where}.{name}")
-        bindings.append((name, _expression(source, scope, f"{where}.{name}")))
-        scope = scope.with_names(name)
-    return Let(tuple(bindings)), scope
+    names = [check_name(name, scope, f"{where}.{name}") for name in raw]
+    block = scope.with_names(*names)
+    compiled: dict[str, Expression] = {}
+    for name in names:
+        inner = replace(block, names=block.names - {name})  # a name never reads itself
+        compiled[name] = _expression(raw[name], inner, f"{where}.{name}")
+    order = _dependency_order(compiled, where)
+    return Let(tuple((name, compiled[name]) for name in order)), block
+
+
+def _dependency_order(compiled: dict[str, Expression], where: str) -> list[str]:
+    """Names in an order where each comes after the names it reads; ties alphabetical; a cycle is an error."""
+    needs = {name: set(expr.names) & set(compiled) for name, expr in compiled.items()}
+    order: list[str] = []
+    while needs:
+        ready = sorted(name for name, deps in needs.items() if not deps - set(order))
+        if not ready:
+            cycle = " -> ".join(sorted(needs))
+            raise DefinitionError(f"these names read each other in a cycle: {cycle}", path=where)
+        order.extend(ready)
+        for name in ready:
+            del needs[name]
+    return order
 
 
 def compile_steps(raw: Any, where: str, scope: TemplateScope, kind: str) -> tuple[tuple[Step, ...], TemplateScope]:
@@ -133,9 +155,6 @@ def compile_steps(raw: Any, where: str, scope: TemplateScope, kind: str) -> tupl
 def _compile_step(raw: Any, where: str, scope: TemplateScope, kind: str) -> tuple[Step, TemplateScope]:
     if not isinstance(raw, dict):
         raise DefinitionError("a step must be an object", path=where)
-    if "let" in raw:
-        _only(raw, {"let"}, where)
-        return compile_let(raw["let"], scope, f"{where}.let")
     if "when" in raw:
         _only(raw, {"when", "then", "else"}, where)
         if "then" not in raw:
@@ -163,6 +182,9 @@ def _compile_step(raw: Any, where: str, scope: TemplateScope, kind: str) -> tupl
         if not body:
             raise DefinitionError(f"a forEach needs {PRECONDITIONS} or {EFFECTS}", path=where)
         return Loop(items, name, index, tuple(body)), scope
+    if "let" in raw:
+        _only(raw, {"let"}, where)
+        return compile_let(raw["let"], scope, f"{where}.let")
     if kind == PRECONDITIONS:
         return Check(compile_condition(raw, where, scope)), scope
     if "op" not in raw:

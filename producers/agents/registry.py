@@ -2,7 +2,8 @@
 
 `demo:<version>` (the Demo Co agent, scripted planner), `demo:<version>+anthropic[/<model>]` (the same
 manifest planned by a real Anthropic model: opt-in, labelled `llm`, needs ANTHROPIC_API_KEY),
-`script:<path>` (a scripted agent file), `http://host:port[/path][?timeout=SECONDS][#VERSION]` /
+`script:<path>` (a scripted agent file), `airline:careful|careless` (the airline world's scripted agents),
+`http://host:port[/path][?timeout=SECONDS][#VERSION]` /
 `https://…` (any agent behind the HTTP interface; `timeout` bounds one case, default
 AGENTTWIN_AGENT_HTTP_TIMEOUT_S or 120 s), `python:module:attr`.
 """
@@ -24,11 +25,11 @@ if TYPE_CHECKING:
     from producers.agents.http_agent import HttpAgent
     from producers.agents.settings import AgentSettings
 
-SUPPORTED_KINDS = ("demo", "script", "http", "https", "python")
+SUPPORTED_KINDS = ("demo", "script", "airline", "http", "https", "python")
 LLM_PLANNERS = ("anthropic",)  # what may follow `+` in a demo spec
 _USAGE = (
-    "use demo:<version>[+anthropic[/<model>]], script:<path>, http://host:port[?timeout=S][#VERSION] "
-    "or python:module:attr"
+    "use demo:<version>[+anthropic[/<model>]], script:<path>, airline:careful|careless, "
+    "http://host:port[?timeout=S][#VERSION] or python:module:attr"
 )
 
 
@@ -51,6 +52,8 @@ def resolve_agent(spec: str) -> Agent:
             raise AgentSpecError(f"demo agent {value}: {exc}") from None
     if kind == "script":
         return ScriptAgent(value)
+    if kind == "airline":
+        return _airline_agent(value)
     if kind in ("http", "https"):
         return _http_agent(spec.strip())
     if kind == "python":
@@ -105,3 +108,14 @@ def _http_agent(spec: str) -> HttpAgent:
         timeout_s = _settings().http_timeout_s
     bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment))
     return HttpAgent.from_spec(bare, timeout_s=timeout_s)
+
+
+def _airline_agent(version: str) -> Agent:
+    """`airline:careful` / `airline:careless`: the airline world's scripted agent versions."""
+    from agenttwin.worlds.airline import AGENT_DIR, AGENT_VERSIONS
+
+    if version not in AGENT_VERSIONS:
+        raise AgentSpecError(f"unknown airline agent version '{version}'; known versions: {', '.join(AGENT_VERSIONS)}")
+    agent = ScriptAgent(AGENT_DIR / f"{version}.yaml")
+    agent.name, agent.version = f"airline:{version}", version
+    return agent

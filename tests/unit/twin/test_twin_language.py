@@ -331,3 +331,48 @@ def test_inline_definitions_get_the_same_checks() -> None:
     }
     with pytest.raises(DefinitionError, match="unknown name 'nope'"):
         Twin.from_definition(doc)
+
+
+def test_let_names_read_each_other_in_any_key_order_so_canonical_json_keeps_the_meaning() -> None:
+    import json
+
+    from twin_engine.canonical import canonical_json
+
+    doc = {
+        "apiVersion": "agenttwin.dev/v1",
+        "kind": "TwinDefinition",
+        "metadata": {"name": "fees"},
+        "spec": {
+            "initialState": {"fee": 50},
+            "tools": {
+                "quote": {
+                    "handler": {
+                        "kind": "read",
+                        "path": "fee",
+                        # `total` (t) is written first but reads `bags` and `unit`, sorted after or before it
+                        "let": {"total": "bags * unit", "unit": "value", "bags": "args.n - 1"},
+                        "response": {"total": {"$expr": "total"}},
+                    }
+                }
+            },
+        },
+    }
+    as_written = Twin.from_definition(doc).new_case().call("quote", {"n": 3})
+    travelled = Twin.from_definition(json.loads(canonical_json(doc))).new_case().call("quote", {"n": 3})
+    assert as_written.body == travelled.body == {"result": {"total": 100}}
+
+
+def test_let_names_in_a_cycle_are_refused() -> None:
+    doc = {
+        "apiVersion": "agenttwin.dev/v1",
+        "kind": "TwinDefinition",
+        "metadata": {"name": "loop"},
+        "spec": {"tools": {"t": {"handler": {"kind": "read", "path": "a", "let": {"a1": "b1 + 1", "b1": "a1 + 1"}}}}},
+    }
+    with pytest.raises(DefinitionError, match=r"read each other in a cycle: a1 -> b1") as info:
+        Twin.from_definition(doc)
+    assert info.value.path == "spec.tools.t.handler.let"
+    selfish = {**doc}
+    selfish["spec"] = {"tools": {"t": {"handler": {"kind": "read", "path": "a", "let": {"a1": "a1 + 1"}}}}}
+    with pytest.raises(DefinitionError, match="unknown name 'a1'"):
+        Twin.from_definition(selfish)
