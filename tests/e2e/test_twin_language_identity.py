@@ -1,6 +1,7 @@
 """The twin language grew (expressions, find, let, forEach, when, anyOf, text responses, stricter templates)
-without changing what existing twins do: the demo's twin-level events and the reference world's cases are
-byte-identical to what they were before it (digests taken on main at 96cd258, before the change)."""
+without changing what existing twins do: the demo's case plans, twin-call and case events are byte-identical
+to main's before the change, and so are the reference world's cases (digests taken on main at f885b63 with the
+same command; case-plans and twin-calls were already these bytes at 96cd258)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ from twin_engine.documents import load_suite, load_twin
 DEMO_TOPICS = {
     "case-plans": "cee0824f9aa306b283019102701510e7b1b934b3c9460f0189041bf0de58a932",
     "twin-calls": "f5a97e69d7623cf2dac4c3d2c33346b05b0ed52d07f18723740d60d5fb82a8f2",
-    "cases": "ba62569ebee59bbf92dbfa33a085938e3f947f7129dda6528dba111766d0d443",
+    "cases": "506c67ce28940dd068367a96b7b8954107a1b52bddce00aaa9a4b848649701ee",
 }
 # sha256 of the sorted-key JSON of the simulated cases (timings stripped), run seed 7
 REFERENCE = Path("/work/shared/reference/agenttwin-demo/assurance")
 REFERENCE_CASES = {
-    "demo:1.2.4": "c6de293169d52b5517154bf93e50cb2d26b034fd0cde53015688c646d7b0e1a2",
-    "demo:1.3.0": "e057d82db647dd8e539d539166bcd1f8230e2a8d32dcb2f5e1c53468482969e0",
+    "demo:1.2.4": "450e9476db9ebedd16c5dc8c67181caea03f2b955a98d3853514956bcff2734f",
+    "demo:1.3.0": "a175ee91e77de5e7501af2ca1f16046a4de3b9e9a1a7ad477ec8ba062291c6ca",
 }
 
 

@@ -24,7 +24,7 @@ from tests.integration.kafka.kafka_pipeline_support import (
     warehouse_for,
 )
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"  # the set that grades reachesReferenceState
 
 
 @pytest.mark.kafka

@@ -75,6 +75,7 @@ def test_the_readme_table_lists_every_set() -> None:
 
 def test_unknown_set_is_a_clear_error() -> None:
     with pytest.raises(
-        UnknownEvaluatorSetError, match=r"unknown evaluator set '2\.0\.0'; known sets: 1\.0\.0, 1\.1\.0, 1\.2\.0, 1\.3\.0"
+        UnknownEvaluatorSetError,
+        match=r"unknown evaluator set '2\.0\.0'; known sets: 1\.0\.0, 1\.1\.0, 1\.2\.0, 1\.3\.0",
     ):
         evaluator_set("2.0.0")
