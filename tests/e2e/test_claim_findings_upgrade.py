@@ -13,7 +13,7 @@ def test_cases_from_before_claim_findings_are_upgraded_in_place(tmp_path: Path) 
     from agenttwin.settings import Settings
     from consumers.projections import ddl
 
-    old = ddl().replace(",\n    `claim_findings_json` Nullable(String)\n)", "\n)")  # as the previous version made it
+    old = ddl().replace("\n    `claim_findings_json` Nullable(String),", "")  # as the previous version made it
     assert old != ddl()
     old = old.split("-- Upgrades of projections")[0]
     with open_embedded(Settings(), tmp_path) as emb:
