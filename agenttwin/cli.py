@@ -17,7 +17,11 @@ from agenttwin.settings import load_settings
 DEFAULT_SEED = 42
 AGENT_SPEC_HELP = (
     "demo:<version>[+anthropic[/<model>]] | script:<path> | airline:careful|careless | "
-    "http://host:port[?timeout=S][#VERSION] | python:module:attr"
+    "http://host:port[?timeout=S][&name=NAME][#VERSION] | python:module:attr"
+)
+NAME_HELP = (
+    "an HTTP agent's display name (default: the agent_name its replies give); its version is the #VERSION "
+    "or the reply's"
 )
 
 
@@ -60,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="run one agent version over a suite and grade each case")
     sim.add_argument("--agent", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
+    sim.add_argument("--agent-name", metavar="NAME", help=NAME_HELP)
     _suite_args(sim)
     sim.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     sim.add_argument("--json", action="store_true")
@@ -68,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
     ev.add_argument("--baseline", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careful)")
     ev.add_argument("--candidate", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careless)")
+    ev.add_argument("--baseline-name", metavar="NAME", help=NAME_HELP)
+    ev.add_argument("--candidate-name", metavar="NAME", help=NAME_HELP)
     _suite_args(ev)
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
     ev.add_argument(

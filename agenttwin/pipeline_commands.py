@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -83,13 +84,12 @@ def _version(value: str | None) -> str:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from producers.agents.registry import check_agent_spec
-
     version = _version(args.evaluator_version)
     check_report_targets(args)
     _check_trials_and_concurrency(args)
-    check_agent_spec(args.baseline)  # a bad spec or a missing model key stops here, before any case runs
-    check_agent_spec(args.candidate)
+    # a bad spec, a missing model key or an HTTP agent's URL that leads to no agent stops here, before any case
+    args.baseline = checked_agent_spec(args.baseline, getattr(args, "baseline_name", None), "baseline")
+    args.candidate = checked_agent_spec(args.candidate, getattr(args, "candidate_name", None), "candidate")
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
@@ -143,6 +143,18 @@ def evaluate(args: argparse.Namespace) -> int:
         doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
         epilogue = after_evaluate(args, embedded_store(emb), request.evaluation_id, version)
     return _print_evaluation(args, doc, epilogue)
+
+
+def checked_agent_spec(spec: str, name: str | None, role: str) -> str:
+    """The spec to run (with the operator's display name), once it resolved and its HTTP agent answered."""
+    from producers.agents.registry import check_agent_spec, with_agent_name
+
+    if name is not None:
+        spec = with_agent_name(spec, name)
+    note = check_agent_spec(spec, role)
+    if note:
+        print(f"agenttwin: {note}; evaluating anyway", file=sys.stderr)
+    return spec
 
 
 def _print_evaluation(args: argparse.Namespace, doc: dict[str, Any], epilogue: Epilogue) -> int:
