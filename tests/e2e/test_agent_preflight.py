@@ -102,8 +102,11 @@ def test_a_url_that_leads_to_no_agent_stops_before_any_case(
 ) -> None:
     candidate, asked, says = {
         "refused": (f"http://127.0.0.1:{closed_port()}", "/run", "cannot be reached"),
-        "ends-in-run": (f"{demo_url}/run#1.3.0", "/run/run", "answered 404 to POST: no agent there; the URL "
-                        "already ends in /run: give the agent's base URL"),
+        "ends-in-run": (
+            f"{demo_url}/run#1.3.0",
+            "/run/run",
+            "answered 404 to POST: no agent there; the URL already ends in /run: give the agent's base URL",
+        ),
         "page": (agents.url("page"), "/page/run", "answered 200 with a reply that is not a JSON object (text/html)"),
         "get-only": (agents.url("get-only"), "/get-only/run", "answered 405 to POST: no agent there"),
         "unknown-version": (f"{demo_url}#9.9.9", "/run", "has no version 9.9.9"),

@@ -95,9 +95,7 @@ def test_preflight_lets_a_behaving_agent_through(stub: Any, status: int) -> None
 def test_preflight_reads_the_agents_name(stub: Any) -> None:  # noqa: F811
     server = stub(reply(200, {"output": "hi", "agent_name": "support-bot", "agent_version": "1.3.0"}))
     result = preflight(HttpAgent(server.url))
-    assert (result.status, result.agent_name, result.agent_version, result.note) == (
-        200, "support-bot", "1.3.0", None
-    )
+    assert (result.status, result.agent_name, result.agent_version, result.note) == (200, "support-bot", "1.3.0", None)
 
 
 def test_preflight_of_a_slow_agent_goes_on(stub: Any) -> None:  # noqa: F811
