@@ -9,7 +9,16 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, kafka_cli, log_cli, mcp_cli, pipeline_commands, report_commands, traces_cli
+from agenttwin import (
+    commands,
+    kafka_cli,
+    log_cli,
+    mcp_cli,
+    mine_cli,
+    pipeline_commands,
+    report_commands,
+    traces_cli,
+)
 from agenttwin.errors import CliError, user_error_types
 from agenttwin.release_gate import add_gate_args
 from agenttwin.settings import load_settings
@@ -69,6 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=commands.simulate)
+
+    mine = sub.add_parser("mine", help="turn a production trace with a verification into a scenario draft")
+    mine.add_argument("--trace", required=True, metavar="TRACE_ID", help="32 hex digits")
+    mine.add_argument("--tenant", help="the trace's tenant, when several tenants sent that trace id")
+    mine.add_argument("--twin", metavar="TWIN", help="twin file, or 'demo' (default)")
+    mine.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="where the scenario draft goes ('-': stdout)"
+    )
+    mine.add_argument("--data-dir", metavar="DIR", help="default $AGENTTWIN_DATA_DIR, else ~/.agenttwin")
+    mine.set_defaults(func=mine_cli.mine)
 
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
     ev.add_argument("--baseline", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careful)")
