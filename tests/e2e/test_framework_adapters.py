@@ -96,3 +96,29 @@ def test_a_framework_agent_gets_the_demos_classifications(
     assert json.loads(capsys.readouterr().out) == [{"n": 18}]
     if framework == "anthropic":
         assert messages_api.requests > 0  # the real SDK really talked to the local Messages API
+
+
+def readme_blocks() -> dict[str, list[str]]:
+    """The README's three adapter examples, by the extra each installs."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Evaluate your LangGraph / OpenAI Agents / Anthropic agent", 1)[1].split("\n### ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
+    out = {}
+    for block in blocks:
+        lines = block.splitlines()
+        extra = lines[0].split("[", 1)[1].split("]", 1)[0]
+        out[extra] = [line for line in lines if line.strip() and not line.strip().startswith("#")]
+    return out
+
+
+def test_the_readme_examples_are_ten_lines_or_fewer_and_use_the_adapters() -> None:
+    blocks = readme_blocks()
+    assert sorted(blocks) == ["anthropic", "langgraph", "openai-agents"]
+    counts = {extra: len(lines) for extra, lines in blocks.items()}
+    assert counts == {"langgraph": 4, "openai-agents": 5, "anthropic": 7}  # the figures the README states
+    for extra, lines in blocks.items():
+        code = "\n".join(lines)
+        compile(code, f"README:{extra}", "exec")
+        module = {"langgraph": "langgraph", "openai-agents": "openai_agents", "anthropic": "anthropic"}[extra]
+        assert f"from agenttwin.eval_adapters.{module} import serve" in code
+        assert "serve(" in lines[-1]
