@@ -36,6 +36,16 @@ def test_what_is_sent_satisfies_the_request_schema(demo_twin: Twin) -> None:
     assert errors(schema("agent-run-request"), body) == []
     assert errors(schema("agent-run-request"), preflight_body(HttpAgent("http://127.0.0.1:1"))) == []
     assert errors(schema("agent-run-request"), {"session_id": "s"})  # the schema can say no
+    from dataclasses import replace
+
+    from producers.agents.contract import Turn
+
+    later = replace(request, turn=2, conversation=(Turn("Refund ORD-1001 please", "How much?"),))
+    body = run_body(
+        later, tools_base_url="http://127.0.0.1:1/twin/v1", token="t", version=None, mcp_url="http://127.0.0.1:2/mcp"
+    )
+    assert errors(schema("agent-run-request"), body) == []
+    assert body["conversation"][1] == {"role": "assistant", "content": "How much?"}
 
 
 def test_the_demo_agents_reply_satisfies_the_reply_schema(endpoint: TwinEndpoint, demo_twin: Twin) -> None:
