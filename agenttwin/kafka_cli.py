@@ -386,8 +386,11 @@ def sync_warehouse_from_kafka(
     bootstrap: str, warehouse: Warehouse, *, naming: Naming | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> int:
     """Run the ClickHouse sink until it has read every topic to its end; returns the rows it sent."""
+    from consumers.sink import ensure_schema
+
     naming = naming or Naming()
     ensure_topics(bootstrap, naming)
+    ensure_schema(warehouse)  # a table missing under recorded progress stops here, in one line
     sink = SinkLoop(bootstrap, naming, warehouse)
 
     async def run() -> None:
@@ -396,6 +399,16 @@ def sync_warehouse_from_kafka(
 
     asyncio.run(run())
     return sink.rows
+
+
+def rebuild_from_kafka(
+    bootstrap: str, warehouse: Warehouse, *, naming: Naming | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> int:
+    """Drop the warehouse's projections and offsets, then sink every topic from offset 0; returns the rows."""
+    from consumers.sink import drop_projections
+
+    drop_projections(warehouse)
+    return sync_warehouse_from_kafka(bootstrap, warehouse, naming=naming, timeout_s=timeout_s)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import pytest
 
 from agenttwin.kafka_cli import replay_on_kafka, report_from_kafka
 from agenttwin.settings import Settings
+from consumers.clickhouse import qualified
 from streams.kafka.naming import Naming
 from streams.kafka.reading import read_all
 from tests.integration.kafka.kafka_pipeline_support import (
@@ -42,7 +43,8 @@ def test_replay_under_a_new_evaluator_version_adds_its_verdicts_beside_the_old(
         problems = differences(reference_two_versions, warehouse)
         assert problems == [], "\n".join(problems)
         versions = warehouse.query(
-            "SELECT evaluator_version, count() FROM verdicts FINAL GROUP BY evaluator_version ORDER BY 1"
+            f"SELECT evaluator_version, count() FROM {qualified(warehouse, 'verdicts')} FINAL "
+            "GROUP BY evaluator_version ORDER BY 1"
         ).rows
     assert versions == (("1.0.0", 36), ("1.1.0", 36))
     assert before["verdicts"] == 36
