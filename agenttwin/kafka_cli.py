@@ -20,7 +20,6 @@ from agenttwin.errors import CliError
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
-from consumers.embedded_sink import SINK_GROUP
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
@@ -275,7 +274,7 @@ def worker_inputs(workers: Sequence[Worker]) -> dict[str, tuple[str, ...]]:
         elif isinstance(w, PlannerLoop):
             groups[w.planner.name] = w.planner.inputs
         elif isinstance(w, SinkLoop):
-            groups[SINK_GROUP] = tuple(t.name for t in ALL_TOPICS)
+            groups[w.group_name] = tuple(t.name for t in ALL_TOPICS)  # one group per warehouse
     return groups
 
 

@@ -388,10 +388,10 @@ def rebuild(args: argparse.Namespace) -> int:
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
-        from agenttwin.kafka_cli import rebuild_from_kafka
+        from agenttwin.kafka_cli import naming_for, rebuild_from_kafka
 
         with _kafka_warehouse(args, settings) as wh:
-            rows = rebuild_from_kafka(bootstrap, wh)
+            rows = rebuild_from_kafka(bootstrap, wh, naming=naming_for(args, settings))
             counts = {t: len(r) for t, r in snapshot(wh).items()}
             where = f"{bootstrap} into {wh.database}"
     else:

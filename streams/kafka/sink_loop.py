@@ -85,7 +85,8 @@ class SinkLoop(ThreadLoop):
         self.dead_letters = 0
         self.redone = 0
         self.source = ""  # "kafka:<cluster id>", known once running
-        self.group = ""  # clickhouse-sink-<warehouse id>, known once running
+        self.group_name = SINK_GROUP  # logical: clickhouse-sink-<warehouse id> once running
+        self.group = ""  # its physical name on the cluster
         self._at_end: dict[tuple[str, int], bool] = {}
         self._committed: dict[tuple[str, int], int] = {}
         self._positions: dict[tuple[str, int], sink_progress.Position] = {}
@@ -125,7 +126,8 @@ class SinkLoop(ThreadLoop):
     def _identify(self) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
         self.source = sink_progress.kafka_source(str(admin.list_topics(timeout=FLUSH_TIMEOUT_S).cluster_id))
-        self.group = self.naming.group(f"{SINK_GROUP}-{sink_progress.warehouse_id(self.warehouse)}")
+        self.group_name = f"{SINK_GROUP}-{sink_progress.warehouse_id(self.warehouse)}"
+        self.group = self.naming.group(self.group_name)
         self._positions = sink_progress.load(self.warehouse, self.source)
 
     def run(self) -> None:
@@ -246,8 +248,8 @@ class SinkLoop(ThreadLoop):
         raise RuntimeError(f"{self.name}: could not re-read {key[0]}[{key[1]}] {first}..{nxt - 1} in time")
 
     def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> bool:
-        """Commit a durable batch's offsets. While the coordinator moves or the cluster is away the commit
-        is retried; if the partitions moved on, the batch is left to be redelivered (harmless)."""
+        """Commit a durable batch's offsets to the group (lag reporting; the sink reads from the warehouse's).
+        While the coordinator moves or the cluster is away the commit is retried; otherwise it is skipped."""
         delay = FIRST_BACKOFF_S
         while True:
             try:
