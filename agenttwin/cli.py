@@ -134,7 +134,12 @@ def _parser() -> argparse.ArgumentParser:
     _kafka_arg(rp)
     rp.set_defaults(func=pipeline_commands.replay)
 
-    q = sub.add_parser("sql", help="query the ClickHouse projections")
+    rb = sub.add_parser("rebuild", help="drop the ClickHouse projections and project every topic again from offset 0")
+    _data_dir_arg(rb)
+    _kafka_arg(rb)
+    rb.set_defaults(func=pipeline_commands.rebuild)
+
+    q = sub.add_parser("sql", help="query the ClickHouse projections (read-only)")
     q.add_argument("query", metavar="SQL")
     q.add_argument("--format", choices=("table", "json", "csv"), default="table")
     _data_dir_arg(q)
