@@ -9,14 +9,28 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import commands, kafka_cli, log_cli, mcp_cli, pipeline_commands, report_commands, traces_cli
+from agenttwin import (
+    commands,
+    kafka_cli,
+    log_cli,
+    mcp_cli,
+    mine_cli,
+    pipeline_commands,
+    report_commands,
+    traces_cli,
+)
 from agenttwin.errors import CliError, user_error_types
 from agenttwin.release_gate import add_gate_args
 from agenttwin.settings import load_settings
 
 DEFAULT_SEED = 42
 AGENT_SPEC_HELP = (
-    "demo:<version>[+anthropic[/<model>]] | script:<path> | http://host:port[?timeout=S][#VERSION] | python:module:attr"
+    "demo:<version>[+anthropic[/<model>]] | script:<path> | airline:careful|careless | "
+    "http://host:port[?timeout=S][&name=NAME][#VERSION] | python:module:attr"
+)
+NAME_HELP = (
+    "an HTTP agent's display name (default: the agent_name its replies give); its version is the #VERSION "
+    "or the reply's"
 )
 
 
@@ -59,14 +73,27 @@ def _parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="run one agent version over a suite and grade each case")
     sim.add_argument("--agent", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
+    sim.add_argument("--agent-name", metavar="NAME", help=NAME_HELP)
     _suite_args(sim)
     sim.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=commands.simulate)
 
+    mine = sub.add_parser("mine", help="turn a production trace with a verification into a scenario draft")
+    mine.add_argument("--trace", required=True, metavar="TRACE_ID", help="32 hex digits")
+    mine.add_argument("--tenant", help="the trace's tenant, when several tenants sent that trace id")
+    mine.add_argument("--twin", metavar="TWIN", help="twin file, or 'demo' (default)")
+    mine.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="where the scenario draft goes ('-': stdout)"
+    )
+    mine.add_argument("--data-dir", metavar="DIR", help="default $AGENTTWIN_DATA_DIR, else ~/.agenttwin")
+    mine.set_defaults(func=mine_cli.mine)
+
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
-    ev.add_argument("--baseline", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
-    ev.add_argument("--candidate", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
+    ev.add_argument("--baseline", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careful)")
+    ev.add_argument("--candidate", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careless)")
+    ev.add_argument("--baseline-name", metavar="NAME", help=NAME_HELP)
+    ev.add_argument("--candidate-name", metavar="NAME", help=NAME_HELP)
     _suite_args(ev)
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
     ev.add_argument(
@@ -107,7 +134,12 @@ def _parser() -> argparse.ArgumentParser:
     _kafka_arg(rp)
     rp.set_defaults(func=pipeline_commands.replay)
 
-    q = sub.add_parser("sql", help="query the ClickHouse projections")
+    rb = sub.add_parser("rebuild", help="drop the ClickHouse projections and project every topic again from offset 0")
+    _data_dir_arg(rb)
+    _kafka_arg(rb)
+    rb.set_defaults(func=pipeline_commands.rebuild)
+
+    q = sub.add_parser("sql", help="query the ClickHouse projections (read-only)")
     q.add_argument("query", metavar="SQL")
     q.add_argument("--format", choices=("table", "json", "csv"), default="table")
     _data_dir_arg(q)
@@ -176,20 +208,47 @@ def _data_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _suite_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--suite", nargs="+", default=["demo"], metavar="SUITE", help="'demo', a directory, or scenario files"
+        "--world",
+        choices=("demo", "airline"),
+        default="demo",
+        help="packaged world: its twin and scenarios are the defaults of --twin and --suite (default demo)",
+    )
+    p.add_argument(
+        "--suite", nargs="+", default=None, metavar="SUITE", help="'demo', 'airline', a directory, or scenario files"
     )
     p.add_argument(
         "--twin",
         metavar="TWIN",
-        help="twin file or 'demo' (default: the demo twin; a scenario written for another twin is then an error)",
+        help="twin file or 'demo' (default: the world's twin; a scenario written for another twin is then an error)",
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"run seed (default {DEFAULT_SEED})")
+
+
+def _apply_world(args: argparse.Namespace) -> None:
+    """--world NAME: the world's twin, suite and (for evaluate) agents, where none were given."""
+    name = getattr(args, "world", None)
+    if name is None:
+        return
+    from agenttwin.worlds import WORLDS
+
+    world = WORLDS[name]
+    if args.suite is None:
+        args.suite = [world.suite]
+    if args.twin is None and name != "demo":
+        args.twin = str(world.twin_file)
+    for side in ("baseline", "candidate"):
+        if hasattr(args, side) and getattr(args, side) is None:
+            default = getattr(world, side)
+            if default is None:
+                raise CliError(f"--{side} is required (it has a default only with --world airline)")
+            setattr(args, side, default)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        _apply_world(args)
         return func(args)
     except CliError as exc:
         print(f"agenttwin: {exc}", file=sys.stderr)

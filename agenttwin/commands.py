@@ -13,17 +13,26 @@ from agenttwin.render import out, table, to_json
 
 
 def twin_check(args: argparse.Namespace) -> int:
-    from twin_engine.documents import load_twin
+    from twin_engine.documents import load_twin, load_twin_document
 
     rows = []
     for f in args.files:
         twin = load_twin(f)
-        rows.append({"file": f, "twin": twin.name, "tools": len(twin.tool_specs()), "hash": twin.hash})
+        doc = load_twin_document(f)  # read again only for the warnings' line numbers
+        warnings = [
+            f"{doc.source_name}:{doc.line_for_path(path) or '?'}: {path}: {message}"
+            for path, message in twin.warnings()
+        ]
+        rows.append(
+            {"file": f, "twin": twin.name, "tools": len(twin.tool_specs()), "hash": twin.hash, "warnings": warnings}
+        )
     if args.json:
         out(to_json({"ok": True, "twins": rows}))
     else:
         for r in rows:
             out(f"ok  {r['file']}: twin {r['twin']} with {r['tools']} tools")
+            for warning in r["warnings"]:
+                out(f"warn {warning}")
     return 0
 
 
@@ -105,12 +114,18 @@ def _load_twin(spec: str | None) -> Any:
 
     if spec is None or spec == "demo":
         return load_twin(TWIN_FILE)
+    if spec == "airline":
+        from agenttwin.worlds.airline import TWIN_FILE as AIRLINE_TWIN
+
+        return load_twin(AIRLINE_TWIN)
     return load_twin(spec)
 
 
 def simulate(args: argparse.Namespace) -> int:
+    from agenttwin.pipeline_commands import checked_agent_spec
     from agenttwin.runs import simulate_agent
 
+    args.agent = checked_agent_spec(args.agent, getattr(args, "agent_name", None), "agent")
     report = simulate_agent(
         args.agent, suite=args.suite, twin=args.twin, seed=args.seed, evaluator_version=args.evaluator_version
     )

@@ -1,8 +1,8 @@
 """The verified outcome of a case (spec §8.1), kept apart from the outcome the agent claimed.
 
-Built from the outcome evidence only: the results of state, stateUnchanged, outcomeVerified and
-noDuplicateSideEffect expectations. Trajectory and policy checks decide the verdict, never the
-outcome: a refund that landed correctly by the wrong path is a regression, not a contradiction.
+Built from the outcome evidence only: the results of state, stateUnchanged, outcomeVerified,
+noDuplicateSideEffect and reachesReferenceState expectations. Trajectory and policy checks decide the verdict,
+never the outcome: a refund that landed correctly by the wrong path is a regression, not a contradiction.
 
 - any of them FAIL -> FAILURE, verified, source tool_twin_state
 - none present, or any ERROR/SKIPPED -> UNKNOWN, unverified, source unavailable
@@ -26,7 +26,9 @@ from evaluation.versions import (
     evaluator_version as version_in,
 )
 
-OUTCOME_EVIDENCE_TYPES = frozenset({"state", "stateUnchanged", "outcomeVerified", "noDuplicateSideEffect"})
+OUTCOME_EVIDENCE_TYPES = frozenset(
+    {"state", "stateUnchanged", "outcomeVerified", "noDuplicateSideEffect", "reachesReferenceState"}
+)
 OUTCOME_STATUSES = ("SUCCESS", "PARTIAL", "FAILURE", "UNKNOWN")
 # What an agent may claim (scenario.v1 finalOutcome), kept as claimed from the verified outcome 1.1.0 on.
 CLAIMED_OUTCOMES = ("SUCCESS", "PARTIAL", "FAILURE", "ESCALATED", "REFUSED", "UNKNOWN")

@@ -12,7 +12,9 @@ run pins the set it graded with, so re-grading under another set is a new, disti
   verified outcome 1.1.0 keeps ESCALATED and REFUSED claims as claimed.
 - Set "1.0.0": every evaluator at 1.0.0. Set "1.1.0": maxRetries 1.1.0, the rest 1.0.0. Set
   "1.2.0": set 1.1.0 plus outcomeVerified 1.1.0, claimSupported 1.0.0 (type and finding) and the
-  verified outcome 1.1.0. A set without an evaluator does not grade its expectation type.
+  verified outcome 1.1.0. Set "1.3.0": set 1.2.0 plus outputContains / outputNotContains 1.1.0 (amounts
+  normalised on both sides: `$1,939.05` = `1939.05`, `40.00 USD` = `40 USD`, never a number inside a longer
+  one) and reachesReferenceState 1.0.0. A set without an evaluator does not grade its expectation type.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ EXPECTATION_TYPES = (
 )
 
 CLAIM_SUPPORTED = "claimSupported"
+REACHES_REFERENCE_STATE = "reachesReferenceState"
 # Types added after set 1.1.0, with the set that brought them.
-ADDED_TYPES: Mapping[str, str] = MappingProxyType({CLAIM_SUPPORTED: "1.2.0"})
+ADDED_TYPES: Mapping[str, str] = MappingProxyType({CLAIM_SUPPORTED: "1.2.0", REACHES_REFERENCE_STATE: "1.3.0"})
 ALL_EXPECTATION_TYPES = (*EXPECTATION_TYPES, *ADDED_TYPES)
 
 AGENT_RUN_EVALUATOR = "simulation.agent_run"
@@ -65,6 +68,7 @@ LEGACY_MAX_RETRIES = "1.0.0"
 SHARED_RULE_MAX_RETRIES = "1.1.0"
 CLAIM_RULES_OUTCOME_VERIFIED = "1.1.0"  # outcomeVerified with the hallucinated-success rule of evaluation.claims
 CLAIMS_AS_CLAIMED = "1.1.0"  # the verified outcome keeps ESCALATED and REFUSED claims
+NORMALISED_AMOUNTS = "1.1.0"  # outputContains / outputNotContains compare amounts normalised
 
 
 def expectation_evaluator(expectation_type: str) -> str:
@@ -95,9 +99,21 @@ EVALUATOR_SETS: Mapping[str, Mapping[str, str]] = MappingProxyType(
                 VERIFIED_OUTCOME_EVALUATOR: CLAIMS_AS_CLAIMED,
             }
         ),
+        "1.3.0": _set(
+            **{
+                expectation_evaluator("maxRetries"): SHARED_RULE_MAX_RETRIES,
+                expectation_evaluator("outcomeVerified"): CLAIM_RULES_OUTCOME_VERIFIED,
+                expectation_evaluator(CLAIM_SUPPORTED): "1.0.0",
+                CLAIM_FINDING_EVALUATOR: "1.0.0",
+                VERIFIED_OUTCOME_EVALUATOR: CLAIMS_AS_CLAIMED,
+                expectation_evaluator("outputContains"): NORMALISED_AMOUNTS,
+                expectation_evaluator("outputNotContains"): NORMALISED_AMOUNTS,
+                expectation_evaluator(REACHES_REFERENCE_STATE): "1.0.0",
+            }
+        ),
     }
 )
-DEFAULT_EVALUATOR_SET = "1.2.0"
+DEFAULT_EVALUATOR_SET = "1.3.0"
 
 # What each set changed, in the words of the README's "Evaluator versions" table.
 SET_CHANGES: Mapping[str, str] = MappingProxyType(
@@ -109,6 +125,11 @@ SET_CHANGES: Mapping[str, str] = MappingProxyType(
             "(HALLUCINATED_SUCCESS); the claim-supported finding and claimSupported expectation label "
             "a success claimed over an unconfirmed failed write (UNSUPPORTED_CLAIM); ESCALATED and "
             "REFUSED claims are kept as claimed."
+        ),
+        "1.3.0": (
+            "outputContains / outputNotContains 1.1.0 compare amounts normalised ($1,939.05 = 1939.05, "
+            "40.00 USD = 40 USD; never a number inside a longer one); reachesReferenceState grades the "
+            "final state against the state the scenario's reference calls reach."
         ),
     }
 )

@@ -21,6 +21,7 @@ from producers.conversation_run import run_conversation
 from producers.tool_client import InProcessToolClient
 from twin_engine.documents import Scenario
 from twin_engine.faults import case_seed as derive_case_seed
+from twin_engine.reference import with_reference_targets
 from twin_engine.twin import ScenarioConfig, Twin
 
 JSON = Any
@@ -48,11 +49,8 @@ def simulate_case(
     context = dict(scenario.context)
     tenant = context.get("tenant")
     customer_id = context.get("customer_id")
-    twin_case = twin.new_case(
-        scenario=ScenarioConfig.from_scenario(scenario.raw),
-        seed=case_seed,
-        tenant=str(tenant) if tenant is not None else None,
-    )
+    config = ScenarioConfig.from_scenario(scenario.raw)
+    twin_case = twin.new_case(scenario=config, seed=case_seed, tenant=str(tenant) if tenant is not None else None)
     request = AgentRequest(
         message=scenario.message,
         context={k: v for k, v in context.items() if k not in _TWIN_CONTEXT_KEYS},
@@ -93,14 +91,17 @@ def simulate_case(
         twin_name=twin.name,
         twin_hash=twin.hash,
         case_seed=case_seed,
-        agent=agent_spec,
+        agent=agent_label(agent, agent_spec),
         agent_version=agent.version,
         severity=scenario.severity,
         tags=tuple(scenario.tags),
         input_message=scenario.message,
         context=context,
         tenant=str(tenant) if tenant is not None else None,
-        expectations=tuple(dict(e) for e in scenario.expectations),
+        # reachesReferenceState expectations carry the state their reference calls reach (twin_engine.reference)
+        expectations=with_reference_targets(
+            scenario.expectations, twin, scenario=config, seed=case_seed, tenant=twin_case.tenant
+        ),
         secrets=tuple(twin.secrets),
         records=records,
         retrievals=twin_case.retrievals,
@@ -147,6 +148,13 @@ def simulate_suite(
     finally:
         close_agent(agent)
     return runs
+
+
+def agent_label(agent: Agent, spec: str) -> str:
+    """What the case names its agent by: an HTTP agent's `name:version` (from its replies or the operator,
+    never its URL), else the spec itself (`demo:1.3.0`)."""
+    label = getattr(agent, "label", None)
+    return label if isinstance(label, str) and label else spec
 
 
 def close_agent(agent: Agent) -> None:

@@ -11,9 +11,11 @@ from twin_engine.failures import ToolFailure
 from twin_engine.paths import MISSING, PathError, delete_path, format_path, get_path, set_path
 from twin_engine.templates import (
     TemplateEnv,
+    TemplateScope,
     TemplateSyntaxError,
     check_path_template,
     check_template,
+    is_expression,
     render,
     render_path,
 )
@@ -28,10 +30,10 @@ class Effect:
     op: str
     path: str  # path template, never empty
     value: Any = None  # template (set/append/merge)
-    by: Any = 1  # number or template string (increment/decrement)
+    by: Any = 1  # number, template string or {$expr} (increment/decrement)
 
 
-def compile_effect(raw: dict[str, Any], where: str) -> Effect:
+def compile_effect(raw: dict[str, Any], where: str, scope: TemplateScope | None = None) -> Effect:
     """Check one effect of a twin document; raises DefinitionError located at `where`."""
     op = raw.get("op")
     if op not in EFFECT_OPS:
@@ -42,7 +44,7 @@ def compile_effect(raw: dict[str, Any], where: str) -> Effect:
             "an effect needs a non-empty path (the whole state cannot be replaced)", path=f"{where}.path"
         )
     try:
-        check_path_template(path)
+        check_path_template(path, scope)
     except TemplateSyntaxError as exc:
         raise DefinitionError(exc.message, path=f"{where}.path") from exc
     if op in _NEEDS_VALUE and "value" not in raw:
@@ -51,11 +53,11 @@ def compile_effect(raw: dict[str, Any], where: str) -> Effect:
     if op == "merge" and not isinstance(value, dict | str):
         raise DefinitionError("'merge' needs an object value", path=f"{where}.value")
     by = raw.get("by", 1)
-    if isinstance(by, bool) or not isinstance(by, int | float | str):
-        raise DefinitionError("'by' must be a number or a template", path=f"{where}.by")
+    if isinstance(by, bool) or not (isinstance(by, int | float | str) or is_expression(by)):
+        raise DefinitionError("'by' must be a number, a template or {$expr}", path=f"{where}.by")
     for name, template in (("value", value), ("by", by)):
         try:
-            check_template(template)
+            check_template(template, scope=scope)
         except TemplateSyntaxError as exc:
             raise DefinitionError(exc.message, path=f"{where}.{name}{exc.where}") from exc
     return Effect(op=op, path=path, value=value, by=by)

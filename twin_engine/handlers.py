@@ -1,4 +1,9 @@
-"""The six handler kinds (spec §2.3): read, mutate, static, echo, recorded, custom."""
+"""The six handler kinds (spec §2.3): read, mutate, static, echo, recorded, custom.
+
+read and mutate handlers may also `find` their entity by any field (twin_engine.lookups), bind
+names with `let`, and check preconditions (twin_engine.conditions, twin_engine.steps); only a mutate
+handler has effects. A response is an object or a text, rendered as a template (`{$expr}` inside).
+"""
 
 from __future__ import annotations
 
@@ -7,43 +12,50 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin_engine.adapters import AdapterCall, AdapterRegistry
-from twin_engine.compare import UnsafePatternError, check, comparators_of, contains
-from twin_engine.effects import Effect, apply_effect, compile_effect
+from twin_engine.compare import contains
+from twin_engine.conditions import Condition, ErrorSpec, error_spec
 from twin_engine.errors import DefinitionError
 from twin_engine.failures import ToolFailure
+from twin_engine.lookups import Find, Found, compile_find, entity_at, locate
 from twin_engine.paths import MISSING, get_path
+from twin_engine.steps import (
+    EFFECTS,
+    PRECONDITIONS,
+    Let,
+    Step,
+    StepRun,
+    bind,
+    compile_let,
+    compile_steps,
+    has_effects,
+    run_steps,
+)
 from twin_engine.templates import (
     TemplateEnv,
+    TemplateScope,
     TemplateSyntaxError,
     check_path_template,
     check_template,
-    parse_path_template,
     render,
     render_path,
 )
 
 HANDLER_KINDS = ("read", "mutate", "static", "echo", "recorded", "custom")
-CONDITION_ROOTS = ("args", "state", "value", "tenant")
+_COMPUTING = ("read", "mutate")  # the kinds that may find, let and check preconditions
 
-
-@dataclass(frozen=True)
-class ErrorSpec:
-    status: int
-    code: str
-    message: str
-
-    def failure(self) -> ToolFailure:
-        return ToolFailure(self.status, self.code, self.message)
+__all__ = [
+    "NOT_FOUND",
+    "Condition",
+    "ErrorSpec",
+    "Execution",
+    "Handler",
+    "HandlerOutcome",
+    "compile_handler",
+    "execute",
+]
 
 
 NOT_FOUND = ErrorSpec(404, "NOT_FOUND", "The requested record does not exist.")
-
-
-@dataclass(frozen=True)
-class Condition:
-    path: str  # path template starting with args/state/value/tenant
-    comparators: dict[str, Any]  # values may be templates
-    error: ErrorSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -59,93 +71,87 @@ class Handler:
     kind: str
     path: str | None = None
     not_found: ErrorSpec = NOT_FOUND
-    preconditions: tuple[Condition, ...] = ()
-    effects: tuple[Effect, ...] = ()
+    preconditions: tuple[Step, ...] = ()
+    effects: tuple[Step, ...] = ()
     response: Any = MISSING  # template; MISSING when the document has none
     fixtures: tuple[Fixture, ...] = ()
     adapter: str | None = None
+    find: Find | None = None
+    let: Let | None = None
 
     @property
     def expects_mutation(self) -> bool:
-        return self.kind == "mutate" and bool(self.effects)
+        return self.kind == "mutate" and has_effects(self.effects)
+
+    @property
+    def has_entity(self) -> bool:
+        return self.path is not None or self.find is not None
 
 
 # ---------------------------------------------------------------- load time
 
 
-def _error_spec(raw: Any, default: ErrorSpec) -> ErrorSpec:
-    if not isinstance(raw, dict):
-        return default
-    return ErrorSpec(
-        int(raw.get("status", default.status)),
-        str(raw.get("code", default.code)),
-        str(raw.get("message", default.message)),
-    )
-
-
-def _template(value: Any, where: str) -> None:
+def _template(value: Any, where: str, scope: TemplateScope) -> None:
     try:
-        check_template(value)
+        check_template(value, scope=scope)
     except TemplateSyntaxError as exc:
         raise DefinitionError(exc.message, path=f"{where}{exc.where}") from exc
 
 
-def _path_template(value: Any, where: str) -> None:
+def _path_template(value: Any, where: str, scope: TemplateScope) -> None:
     if not isinstance(value, str):
         raise DefinitionError("a path must be text", path=where)
     try:
-        check_path_template(value)
+        check_path_template(value, scope)
     except TemplateSyntaxError as exc:
         raise DefinitionError(exc.message, path=where) from exc
 
 
-def _condition(raw: dict[str, Any], where: str) -> Condition:
-    path = raw.get("path")
-    _path_template(path, f"{where}.path")
-    assert isinstance(path, str)
-    segments = parse_path_template(path)
-    first = segments[0].parts if segments else ()
-    if len(first) != 1 or first[0] not in CONDITION_ROOTS:
-        raise DefinitionError(
-            f"a condition path must start with one of {', '.join(CONDITION_ROOTS)}", path=f"{where}.path"
-        )
-    comparators = comparators_of(raw)
-    for name, value in comparators.items():
-        _template(value, f"{where}.{name}")
-    default = ErrorSpec(409, "PRECONDITION_FAILED", "")
-    error = _error_spec(raw["error"], default) if isinstance(raw.get("error"), dict) else None
-    return Condition(path=path, comparators=comparators, error=error)
+def compile_handler(raw: dict[str, Any], where: str, scope: TemplateScope | None = None) -> Handler:
+    """Check a tool's handler block; raises DefinitionError located at `where` (…handler).
 
-
-def compile_handler(raw: dict[str, Any], where: str) -> Handler:
-    """Check a tool's handler block; raises DefinitionError located at `where` (…handler)."""
+    `scope` carries the tool's argument names, so that ambiguous placeholders are refused.
+    """
+    scope = scope or TemplateScope()
     kind = raw.get("kind")
     if kind not in HANDLER_KINDS:
         raise DefinitionError(f"unknown handler kind {kind!r}", path=f"{where}.kind")
-    if kind != "mutate":
-        for key in ("preconditions", "effects"):
+    if kind != "mutate" and raw.get("effects"):
+        raise DefinitionError("only a mutate handler may have effects", path=f"{where}.effects")
+    if kind not in _COMPUTING:
+        for key in ("preconditions", "find", "let"):
             if raw.get(key):
-                raise DefinitionError(f"only a mutate handler may have {key}", path=f"{where}.{key}")
+                raise DefinitionError(f"a {kind} handler may not have {key}", path=f"{where}.{key}")
     path = raw.get("path")
     if path is not None:
-        _path_template(path, f"{where}.path")
-    if kind == "read" and not path:
+        _path_template(path, f"{where}.path", scope)
+    find = compile_find(raw["find"], f"{where}.find", scope) if raw.get("find") is not None else None
+    if path is not None and find is not None:
+        raise DefinitionError("a handler names its entity by path or by find, not both", path=f"{where}.find")
+    if kind == "read" and not path and find is None:
         raise DefinitionError("a read handler needs a path", path=f"{where}.path")
-    effects = tuple(compile_effect(e, f"{where}.effects[{i}]") for i, e in enumerate(raw.get("effects") or ()))
+    scope = TemplateScope(
+        scope.arguments,
+        scope.idempotency_argument,
+        scope.names | ({"key"} if find is not None else set()),
+        value=path is not None or find is not None,
+    )
+    let: Let | None = None
+    if raw.get("let") is not None:
+        let, scope = compile_let(raw["let"], scope, f"{where}.let")
+    conditions, scope = compile_steps(raw.get("preconditions"), f"{where}.preconditions", scope, PRECONDITIONS)
+    effects, scope = compile_steps(raw.get("effects"), f"{where}.effects", scope, EFFECTS)
     if kind == "mutate" and not effects:
         raise DefinitionError("a mutate handler needs at least one effect", path=f"{where}.effects")
-    conditions = tuple(
-        _condition(c, f"{where}.preconditions[{i}]") for i, c in enumerate(raw.get("preconditions") or ())
-    )
     response = raw.get("response", MISSING)
     if response is not MISSING:
-        _template(response, f"{where}.response")
+        _template(response, f"{where}.response", scope)
     fixtures: list[Fixture] = []
     for i, fx in enumerate(raw.get("fixtures") or ()):
         match = fx.get("match") or {}
         if not isinstance(match, dict):
             raise DefinitionError("a fixture match must be an object", path=f"{where}.fixtures[{i}].match")
-        error = _error_spec(fx["error"], ErrorSpec(500, "ERROR", "The tool failed.")) if fx.get("error") else None
+        error = error_spec(fx["error"], ErrorSpec(500, "ERROR", "The tool failed.")) if fx.get("error") else None
         fixtures.append(Fixture(match, int(fx.get("status", 200)), fx.get("response"), error))
     if kind == "recorded" and not fixtures:
         raise DefinitionError("a recorded handler needs fixtures", path=f"{where}.fixtures")
@@ -155,12 +161,14 @@ def compile_handler(raw: dict[str, Any], where: str) -> Handler:
     return Handler(
         kind=str(kind),
         path=path,
-        not_found=_error_spec(raw.get("notFound"), NOT_FOUND),
+        not_found=error_spec(raw.get("notFound"), NOT_FOUND),
         preconditions=conditions,
         effects=effects,
         response=response,
         fixtures=tuple(fixtures),
         adapter=adapter if kind == "custom" else None,
+        find=find,
+        let=let,
     )
 
 
@@ -194,12 +202,12 @@ def execute(run: Execution) -> HandlerOutcome:
     """Run the handler; a tool error raises ToolFailure (turned into a reply by the caller)."""
     kind = run.handler.kind
     if kind == "read":
-        return _read(run)
-    if kind == "mutate":
-        return _mutate(run)
+        return _answer(run)
     if kind == "static":
         response = run.handler.response
         return HandlerOutcome(200, {} if response is MISSING else render(response, run.env))
+    if kind == "mutate":
+        return _mutate(run)
     if kind == "echo":
         return HandlerOutcome(200, {"tool": run.tool, "arguments": copy.deepcopy(run.env.args)})
     if kind == "recorded":
@@ -207,68 +215,72 @@ def execute(run: Execution) -> HandlerOutcome:
     return _custom(run)
 
 
-def _read(run: Execution) -> HandlerOutcome:
+class _Entity:
+    """Where the handler's entity lives: its path template, or what `find` found."""
+
+    def __init__(self, run: Execution, found: Found | None) -> None:
+        self.run = run
+        self.found = found
+
+    def __call__(self, state: dict[str, Any]) -> Any:
+        if self.found is not None:
+            return entity_at(state, self.found)
+        if self.run.handler.path is None:
+            return MISSING
+        return get_path(state, render_path(self.run.handler.path, replace(self.run.env, state=state)))
+
+
+def _open(run: Execution, state: dict[str, Any]) -> tuple[_Entity, TemplateEnv]:
+    """Locate the entity in `state` (404 when missing) and bind `key` and the top-level lets."""
+    handler = run.handler
+    env = replace(run.env, state=state)
+    found: Found | None = None
+    if handler.find is not None:
+        found = locate(handler.find, state, env)
+        if found is None or found.value is None:
+            raise (handler.find.not_found or handler.not_found).failure()
+        env = env.with_vars(key=found.key)
+    entity = _Entity(run, found)
+    if handler.has_entity:
+        value = entity(state)
+        if value is MISSING or value is None:
+            raise handler.not_found.failure()
+        env = env.with_value(value)
+    if handler.let is not None:
+        env = bind(handler.let, env)
+    return entity, env
+
+
+def _answer(run: Execution) -> HandlerOutcome:
+    """read: find, let, preconditions, then the response (nothing changes)."""
+    handler = run.handler
     source = run.initial if run.stale else run.env.state
-    env = replace(run.env, state=source)
-    assert run.handler.path is not None
-    value = get_path(source, render_path(run.handler.path, env))
-    if value is MISSING or value is None:
-        raise run.handler.not_found.failure()
-    if run.handler.response is MISSING:
-        return HandlerOutcome(200, copy.deepcopy(value))
-    return HandlerOutcome(200, render(run.handler.response, env.with_value(value)))
-
-
-def _entity(state: dict[str, Any], run: Execution) -> Any:
-    if run.handler.path is None:
-        return MISSING
-    return get_path(state, render_path(run.handler.path, replace(run.env, state=state)))
+    entity, env = _open(run, source)
+    env = run_steps(handler.preconditions, env, StepRun(source, entity))
+    if handler.response is MISSING:
+        return HandlerOutcome(200, copy.deepcopy(entity(source)))
+    return HandlerOutcome(200, render(handler.response, env.with_value(entity(source))))
 
 
 def _mutate(run: Execution) -> HandlerOutcome:
     handler = run.handler
     scratch = copy.deepcopy(run.env.state)
-    env = replace(run.env, state=scratch)
-    before = _entity(scratch, run)
-    if handler.path is not None and (before is MISSING or before is None):
-        raise handler.not_found.failure()
-    before = copy.deepcopy(before)
-    for condition in handler.preconditions:
-        _check_condition(condition, env.with_value(before))
-    partial: dict[str, Any] | None = None
-    for index, effect in enumerate(handler.effects):
-        apply_effect(scratch, effect, env.with_value(_entity(scratch, run)), index)
-        if index == 0 and run.first_effect_only:
-            partial = copy.deepcopy(scratch)
+    entity, env = _open(run, scratch)
+    before = copy.deepcopy(entity(scratch))
+    steps = StepRun(scratch, entity, first_effect_only=run.first_effect_only)
+    env = run_steps(handler.preconditions, env, steps)
+    env = run_steps(handler.effects, env, steps)
     if run.stale:
         answer_env = replace(env, state=copy.deepcopy(run.env.state), value=before)
     else:
-        answer_env = env.with_value(_entity(scratch, run))
+        answer_env = env.with_value(entity(scratch))
     if handler.response is not MISSING:
         result = render(handler.response, answer_env)
-    elif handler.path is not None:
+    elif handler.has_entity:
         result = copy.deepcopy(answer_env.value)
     else:
         result = {"ok": True}
-    return HandlerOutcome(200, result, mutated=True, state=scratch, partial_state=partial)
-
-
-def _check_condition(condition: Condition, env: TemplateEnv) -> None:
-    document = {"args": env.args, "state": env.state, "tenant": env.tenant}
-    if env.value is not MISSING:
-        document["value"] = env.value
-    actual = get_path(document, render_path(condition.path, env))
-    comparators = {name: render(value, env) for name, value in condition.comparators.items()}
-    try:
-        outcome = check(actual, actual is not MISSING, comparators)
-    except UnsafePatternError as exc:  # the twin's own pattern, not the caller's input, is at fault
-        raise ToolFailure(500, "TWIN_PATTERN_ERROR", f"{condition.path}: {exc}") from exc
-    if outcome.ok:
-        return
-    if condition.error is None:
-        raise ToolFailure(409, "PRECONDITION_FAILED", f"{condition.path}: {outcome.reason}")
-    message = condition.error.message or f"{condition.path}: {outcome.reason}"
-    raise ToolFailure(condition.error.status, condition.error.code, message)
+    return HandlerOutcome(200, result, mutated=True, state=scratch, partial_state=steps.partial)
 
 
 def _recorded(run: Execution) -> HandlerOutcome:

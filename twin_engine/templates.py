@@ -1,26 +1,45 @@
 """Templating (spec §2.6): `{order_id}`, `{value.currency}`, `RF-{id}`, `{idempotency_key?}`.
 
-Roots: args, state, value, result, tenant, idempotency_key, now, id, call.number, call.seq; any
+Roots: args, state, value, result, vars, tenant, idempotency_key, now, id, call.number, call.seq; any
 other name is an argument (`{order_id}` = `{args.order_id}`). A string that is exactly one
 placeholder keeps the value's JSON type; mixed with text it is interpolated. `?` makes a
 placeholder optional (missing -> null, or empty in text). `{{` and `}}` are literal braces.
+
+`{vars.NAME}` reads a name bound by the handler (`let`, `find`, `forEach`). An object that is exactly
+`{$expr: "<CEL>"}` stands for the value of that expression (twin_engine.expressions).
+
+A bare placeholder that names a root which is also one of the tool's arguments (`{state}` when the
+tool takes an argument `state`) is refused at load time: it would read the root, not the argument.
+Write `{args.state}`.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from twin_engine.canonical import canonical_json
+from twin_engine.expressions import (
+    EXPR_KEY,
+    Budget,
+    ExpressionSyntaxError,
+    check_names,
+    compile_expression,
+    evaluate,
+)
 from twin_engine.failures import ToolFailure, missing_argument, template_error
 from twin_engine.paths import MISSING, Path, PathError, format_path, get_path, parse_path
 
 DEFAULT_NOW = "2026-01-01T00:00:00Z"
 SCALAR_ROOTS = ("tenant", "idempotency_key", "now", "id")
-PATH_ROOTS = ("args", "state", "value", "result")
+PATH_ROOTS = ("args", "state", "value", "result", "vars")
+ROOTS = (*PATH_ROOTS, *SCALAR_ROOTS, "call")
+_NO_VARS: Mapping[str, Any] = MappingProxyType({})
 _IDENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(.*)", re.DOTALL)
 MAX_SEGMENT = 500
 
@@ -63,9 +82,59 @@ class TemplateEnv:
     now: str = DEFAULT_NOW
     seq: int = 0
     call_number: int = 0
+    vars: Mapping[str, Any] = field(default_factory=lambda: _NO_VARS)  # names bound by let, find and forEach
+    budget: Budget = field(default_factory=Budget, compare=False, repr=False)  # shared by the whole call
 
     def with_value(self, value: Any) -> TemplateEnv:
         return replace(self, value=value)
+
+    def with_vars(self, **names: Any) -> TemplateEnv:
+        return replace(self, vars=MappingProxyType({**self.vars, **names}))
+
+    def bindings(self) -> dict[str, Any]:
+        """What an expression may read here: the roots that are bound, `vars`, and each var by name."""
+        out: dict[str, Any] = {
+            "args": self.args,
+            "state": self.state,
+            "tenant": self.tenant,
+            "idempotency_key": self.idempotency_key,
+            "now": self.now,
+            "id": f"{self.seq:04d}",
+            "call": {"number": self.call_number, "seq": self.seq},
+            "vars": dict(self.vars),
+        }
+        if self.value is not MISSING:
+            out["value"] = self.value
+        if self.result is not MISSING:
+            out["result"] = self.result
+        out.update(self.vars)
+        return out
+
+
+@dataclass(frozen=True)
+class TemplateScope:
+    """What a template may name where it stands; used by the load-time checks.
+
+    `arguments` are the tool's argument names (its inputSchema's properties): a bare placeholder naming a
+    root that is also an argument is refused. `names` are the vars bound at this point.
+    """
+
+    arguments: frozenset[str] = frozenset()
+    idempotency_argument: str | None = None
+    names: frozenset[str] = frozenset()
+    value: bool = True
+    result: bool = False
+
+    def with_names(self, *names: str) -> TemplateScope:
+        return replace(self, names=self.names | frozenset(names))
+
+    def expression_names(self) -> frozenset[str]:
+        roots = {"args", "state", "tenant", "idempotency_key", "now", "id", "call", "vars"}
+        if self.value:
+            roots.add("value")
+        if self.result:
+            roots.add("result")
+        return frozenset(roots) | self.names
 
 
 # ---------------------------------------------------------------- parsing
@@ -86,7 +155,7 @@ def _parse_placeholder(expr: str) -> Placeholder:
     except PathError as exc:
         raise TemplateSyntaxError(f"bad placeholder {source}: {exc}") from exc
     if name == "call":
-        if path not in (("number",), ("seq",)):
+        if path not in ((), ("number",), ("seq",)):  # bare {call} is refused by the load-time check
             raise TemplateSyntaxError(f"bad placeholder {source}: use {{call.number}} or {{call.seq}}")
         return Placeholder("call", path, optional, source)
     if name in SCALAR_ROOTS:
@@ -141,6 +210,8 @@ def _walk(value: Any, where: str, found: list[tuple[str, Placeholder]]) -> None:
             found.extend((where, t) for t in tokenize(value) if isinstance(t, Placeholder))
         except TemplateSyntaxError as exc:
             raise TemplateSyntaxError(exc.message, where) from exc
+    elif is_expression(value):
+        return
     elif isinstance(value, dict):
         for key, item in value.items():
             _walk(item, f"{where}.{key}", found)
@@ -149,11 +220,88 @@ def _walk(value: Any, where: str, found: list[tuple[str, Placeholder]]) -> None:
             _walk(item, f"{where}[{index}]", found)
 
 
-def check_template(value: Any, *, allow_result: bool = False) -> None:
+def is_expression(value: Any) -> bool:
+    """`{$expr: "..."}`: an object whose one key is `$expr`."""
+    return isinstance(value, dict) and len(value) == 1 and EXPR_KEY in value
+
+
+def expressions_in(value: Any, where: str = "") -> list[tuple[str, Any]]:
+    """Every `{$expr}` inside a (nested) template value with its location (`.a[0].$expr`)."""
+    found: list[tuple[str, Any]] = []
+    if is_expression(value):
+        found.append((f"{where}.{EXPR_KEY}", value[EXPR_KEY]))
+    elif isinstance(value, dict):
+        if EXPR_KEY in value:
+            raise TemplateSyntaxError(f"an object with {EXPR_KEY} may have no other key", f"{where}.{EXPR_KEY}")
+        for key, item in value.items():
+            found.extend(expressions_in(item, f"{where}.{key}"))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(expressions_in(item, f"{where}[{index}]"))
+    return found
+
+
+def check_template(value: Any, *, allow_result: bool = False, scope: TemplateScope | None = None) -> None:
     """Load-time check of a template value; `result` is only allowed in fault bodies."""
     for where, ph in placeholders(value):
+        check_placeholder(ph, scope, where)
         if ph.root == "result" and not allow_result:
             raise TemplateSyntaxError(f"{ph.source}: 'result' is only available in fault bodies", where)
+    base = scope or TemplateScope()
+    if allow_result:
+        base = replace(base, result=True)
+    for where, source in expressions_in(value):
+        check_expression(source, base, where)
+
+
+def check_expression(source: Any, scope: TemplateScope, where: str = "") -> None:
+    """Load-time check of one expression: syntax, functions, and the names it reads."""
+    if not isinstance(source, str):
+        raise TemplateSyntaxError("an expression must be a text", where)
+    try:
+        check_names(compile_expression(source), scope.expression_names())
+    except ExpressionSyntaxError as exc:
+        raise TemplateSyntaxError(str(exc), where) from None
+
+
+def check_placeholder(ph: Placeholder, scope: TemplateScope | None, where: str = "") -> None:
+    """The checks a placeholder needs beyond its syntax: `{call}` and placeholders that are ambiguous."""
+    arguments = scope.arguments if scope is not None else frozenset()
+    if not ph.path and ph.root != "args" and ph.root in arguments:
+        same = ph.root == "idempotency_key" and scope is not None and scope.idempotency_argument == ph.root
+        if not same:  # the idempotency argument *is* the idempotency key: both read the same value
+            raise TemplateSyntaxError(
+                f"{ph.source} is ambiguous: '{ph.root}' is a template root and also an argument of this tool; "
+                f"write {{args.{ph.root}}} for the argument",
+                where,
+            )
+    if ph.root == "args" and len(ph.path) == 0 and "args" in arguments:
+        raise TemplateSyntaxError(
+            f"{ph.source} is ambiguous: it reads every argument, and this tool also has an argument 'args'; "
+            "write {args.args} for that argument",
+            where,
+        )
+    if ph.root == "call" and not ph.path:
+        raise TemplateSyntaxError(f"bad placeholder {ph.source}: use {{call.number}} or {{call.seq}}", where)
+    if ph.root == "vars" and scope is not None and ph.path and str(ph.path[0]) not in scope.names:
+        known = ", ".join(sorted(scope.names)) or "none"
+        raise TemplateSyntaxError(f"{ph.source}: no name '{ph.path[0]}' is bound here (bound: {known})", where)
+
+
+def shadowed_roots(arguments: frozenset[str], idempotency_argument: str | None) -> list[tuple[str, str]]:
+    """(argument, warning) for each argument named like a template root: what `twin check` prints."""
+    out = []
+    for name in sorted(arguments & set(ROOTS)):
+        if name == "idempotency_key" and idempotency_argument == name:
+            continue
+        out.append(
+            (
+                name,
+                f"argument '{name}' shadows the template root '{name}': {{{name}}} reads the root; "
+                f"write {{args.{name}}} for the argument",
+            )
+        )
+    return out
 
 
 # ---------------------------------------------------------------- rendering
@@ -163,6 +311,8 @@ def resolve(ph: Placeholder, env: TemplateEnv) -> Any:
     """The value of one placeholder (a copy), or None when optional and missing."""
     value: Any
     if ph.root == "call":
+        if not ph.path:
+            return {"number": env.call_number, "seq": env.seq}
         return env.call_number if ph.path == ("number",) else env.seq
     if ph.root == "id":
         return f"{env.seq:04d}"
@@ -171,6 +321,8 @@ def resolve(ph: Placeholder, env: TemplateEnv) -> Any:
     if ph.root in ("tenant", "idempotency_key"):
         value = getattr(env, ph.root)
         value = MISSING if value is None else value
+    elif ph.root == "vars":
+        value = get_path(dict(env.vars), ph.path)
     else:
         value = get_path(getattr(env, ph.root), ph.path)
     if value is MISSING:
@@ -203,6 +355,8 @@ def render(template: Any, env: TemplateEnv) -> Any:
     """Render a template value: strings are templates, objects and lists recursively (keys literal)."""
     if isinstance(template, str):
         return render_string(template, env)
+    if is_expression(template):
+        return evaluate(compile_expression(template[EXPR_KEY]), env.bindings(), env.budget)
     if isinstance(template, dict):
         return {key: render(item, env) for key, item in template.items()}
     if isinstance(template, list):
@@ -292,8 +446,11 @@ def _is_int(text: Token) -> bool:
     return isinstance(text, str) and re.fullmatch(r"-?\d+", text) is not None
 
 
-def check_path_template(template: str) -> None:
-    parse_path_template(template)
+def check_path_template(template: str, scope: TemplateScope | None = None) -> None:
+    for segment in parse_path_template(template):
+        for part in segment.parts:
+            if isinstance(part, Placeholder):
+                check_placeholder(part, scope)
 
 
 def render_path(template: str, env: TemplateEnv) -> Path:

@@ -15,7 +15,13 @@ from twin_engine.canonical import canonical_bytes, sha256_hex
 from twin_engine.errors import DefinitionError
 from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
 from twin_engine.handlers import Handler, compile_handler
-from twin_engine.templates import TemplateSyntaxError, check_path_template, check_template
+from twin_engine.templates import (
+    TemplateScope,
+    TemplateSyntaxError,
+    check_path_template,
+    check_template,
+    shadowed_roots,
+)
 from twin_engine.tool_api import ToolSpec
 
 if TYPE_CHECKING:
@@ -42,6 +48,7 @@ class ToolDef:
     escalation: bool = False  # the tool hands the case to a person
     input_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
     output_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
+    warnings: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (argument, message): not errors
 
     @property
     def expects_mutation(self) -> bool:
@@ -71,8 +78,21 @@ def _mentions(schema: Any, key: str) -> bool:
     return False
 
 
+def _argument_names(schema: Any) -> frozenset[str]:
+    """The tool's argument names: its inputSchema's top-level properties (none when it has no schema)."""
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        return frozenset(str(name) for name in schema["properties"])
+    return frozenset()
+
+
 def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
-    handler = compile_handler(dict(raw.get("handler") or {}), f"{where}.handler")
+    idempotency = raw.get("idempotency") or {}
+    arguments = _argument_names(raw.get("inputSchema"))
+    idempotency_argument = idempotency.get("argument") if isinstance(idempotency.get("argument"), str) else None
+    if idempotency_argument:
+        arguments |= {idempotency_argument}
+    scope = TemplateScope(arguments, idempotency_argument, value=False)
+    handler = compile_handler(dict(raw.get("handler") or {}), f"{where}.handler", scope)
     risk = raw.get("risk")
     if risk is not None and risk not in RISKS:
         raise DefinitionError(f"unknown risk {risk!r}", path=f"{where}.risk")
@@ -82,16 +102,15 @@ def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
     effect_key = raw.get("effectKey")
     if effect_key is not None:
         try:
-            check_template(effect_key)
+            check_template(effect_key, scope=scope)
         except TemplateSyntaxError as exc:
             raise DefinitionError(exc.message, path=f"{where}.effectKey") from exc
     tenant_path = raw.get("tenantPath")
     if tenant_path is not None:
         try:
-            check_path_template(tenant_path)
+            check_path_template(tenant_path, scope)
         except TemplateSyntaxError as exc:
             raise DefinitionError(exc.message, path=f"{where}.tenantPath") from exc
-    idempotency = raw.get("idempotency") or {}
     header = idempotency.get("header")
     input_schema = raw.get("inputSchema")
     output_schema = raw.get("outputSchema")
@@ -110,6 +129,7 @@ def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
         escalation=raw.get("escalation") is True,
         input_validator=_validator(input_schema, f"{where}.inputSchema"),
         output_validator=_validator(output_schema, f"{where}.outputSchema"),
+        warnings=tuple(shadowed_roots(arguments, idempotency_argument)),
     )
 
 
@@ -157,6 +177,14 @@ class Twin:
     def escalation_tools(self) -> tuple[str, ...]:
         """The tools declared `escalation: true`, in document order."""
         return tuple(name for name, tool in self.tools.items() if tool.escalation)
+
+    def warnings(self) -> tuple[tuple[str, str], ...]:
+        """(document path, message) of what is legal but likely wrong, e.g. an argument named `state`."""
+        return tuple(
+            (f"spec.tools.{name}.inputSchema.properties.{argument}", message)
+            for name, tool in self.tools.items()
+            for argument, message in tool.warnings
+        )
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What an agent is told about the tools, in document order."""

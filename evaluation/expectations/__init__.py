@@ -1,5 +1,5 @@
-"""The 27 expectation evaluators of spec §7.2, claimSupported (evaluator set 1.2.0) and the grader's
-own findings (agent run, claim supported), split by theme.
+"""The 27 expectation evaluators of spec §7.2, claimSupported (evaluator set 1.2.0), reachesReferenceState
+(set 1.3.0) and the grader's own findings (agent run, claim supported), split by theme.
 
 - state_outcome: state, stateUnchanged, finalOutcome, outcomeVerified, noDuplicateSideEffect
 - tools: toolCalled, toolNotCalled, toolArgs, toolStatus, order
@@ -8,6 +8,7 @@ own findings (agent run, claim supported), split by theme.
 - safety: noSecretDisclosure, noCrossTenantAccess
 - output: outputContains, outputNotContains, outputRegex, outputJsonSchema, outputJsonPath, semantic
 - claims: claimSupported and the automatic claim-supported finding
+- reference: reachesReferenceState
 - registry: type -> evaluator, the error boundary, the agent-run finding
 """
 

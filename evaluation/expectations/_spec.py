@@ -23,7 +23,7 @@ KNOWN_FIELDS = frozenset(
         "type", "id", "critical", "description", "category", "path", "tool", "value",
         "equals", "notEquals", "in", "exists", "gte", "lte", "gt", "lt", "matches",
         "min", "call", "status", "mustCall", "before", "pattern", "schema", "secrets",
-        "rubric", "threshold", "judge",
+        "rubric", "threshold", "judge", "calls", "paths", "ignore", "target", "allMessages",
     }
 )  # fmt: skip
 

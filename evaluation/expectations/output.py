@@ -10,7 +10,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 
 from evaluation.expectations._spec import Finding, InvalidExpectationError, Spec, failed, passed, skipped
-from evaluation.expectations._text import fold
+from evaluation.expectations._text import contains_text
 from evaluation.expectations.context import EvalContext
 from evaluation.results import Evidence
 from twin_engine.compare import check, regex_search, show
@@ -32,18 +32,63 @@ def _output_evidence(ctx: EvalContext) -> tuple[Evidence, ...]:
     return (Evidence(kind="output", detail=f"Output: {_quote(ctx.output or '')}"),)
 
 
+# outputContains / outputNotContains 1.0.0 compare text as written (NFKC + casefold); 1.1.0 also normalises
+# amounts on both sides ($1,939.05 = 1939.05, 40.00 USD = 40 USD) and never matches a number inside another.
+PLAIN_TEXT = "1.0.0"
+
+
+REPLIES_SHOWN = 3
+
+
+def _all_replies(spec: Spec) -> bool:
+    every = spec.raw.get("allMessages", False)
+    if not isinstance(every, bool):
+        raise InvalidExpectationError("allMessages must be true or false")
+    return every
+
+
+def _replies(ctx: EvalContext) -> tuple[str, ...]:
+    """Every reply the agent sent: one per turn of a conversation, else the one reply."""
+    if ctx.turns:
+        return tuple(t.output for t in ctx.turns if t.output is not None)
+    return (ctx.output,) if ctx.output is not None else ()
+
+
+def _replies_evidence(ctx: EvalContext, replies: tuple[str, ...]) -> tuple[Evidence, ...]:
+    shown = replies[-REPLIES_SHOWN:]
+    first = len(replies) - len(shown) + 1
+    return tuple(Evidence(kind="output", detail=f"Reply {first + i}: {_quote(t)}") for i, t in enumerate(shown))
+
+
 def evaluate_output_contains(spec: Spec, ctx: EvalContext, version: str) -> Finding:
     value = spec.text("value")
+    amounts = version != PLAIN_TEXT
+    if _all_replies(spec):
+        replies = _replies(ctx)
+        hits = [n for n, text in enumerate(replies, start=1) if contains_text(text, value, amounts=amounts)]
+        if hits:
+            return passed(f"Reply {hits[0]} of {len(replies)} contains {value!r}.")
+        if not replies:
+            return failed("The agent gave no output.", None)
+        return failed(f"No reply of the agent contains {value!r}.", "OUTPUT_MISMATCH", _replies_evidence(ctx, replies))
     if ctx.output is None:
         return failed("The agent gave no output.", None)
-    if fold(value) in fold(ctx.output):
+    if contains_text(ctx.output, value, amounts=amounts):
         return passed(f"The output contains {value!r}.")
     return failed(f"The output does not contain {value!r}.", "OUTPUT_MISMATCH", _output_evidence(ctx))
 
 
 def evaluate_output_not_contains(spec: Spec, ctx: EvalContext, version: str) -> Finding:
     value = spec.text("value")
-    if ctx.output is None or fold(value) not in fold(ctx.output):
+    amounts = version != PLAIN_TEXT
+    if _all_replies(spec):
+        replies = _replies(ctx)
+        hits = [n for n, text in enumerate(replies, start=1) if contains_text(text, value, amounts=amounts)]
+        if not hits:
+            return passed(f"No reply of the agent contains {value!r}.")
+        shown = (Evidence(kind="output", detail=f"Reply {hits[0]}: {_quote(replies[hits[0] - 1])}"),)
+        return failed(f"Reply {hits[0]} of {len(replies)} contains {value!r}.", "OUTPUT_MISMATCH", shown)
+    if ctx.output is None or not contains_text(ctx.output, value, amounts=amounts):
         return passed(f"The output does not contain {value!r}.")
     return failed(f"The output contains {value!r}.", "OUTPUT_MISMATCH", _output_evidence(ctx))
 

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from evaluation.case import AgentFinding
-from evaluation.expectations import claims, limits, output, policy, safety, state_outcome, tools
+from evaluation.expectations import claims, limits, output, policy, reference, safety, state_outcome, tools
 from evaluation.expectations._spec import Finding, InvalidExpectationError, Spec, errored, expectation_meta
 from evaluation.expectations.context import EvalContext
 from evaluation.results import ERROR, FAIL, PASS, SKIPPED, Evidence, ExpectationMeta, ExpectationResult
@@ -60,6 +60,7 @@ EVALUATORS: Mapping[str, Evaluator] = MappingProxyType(
         "noCrossTenantAccess": safety.evaluate_no_cross_tenant_access,
         "semantic": output.evaluate_semantic,
         CLAIM_SUPPORTED: claims.evaluate_claim_supported,
+        "reachesReferenceState": reference.evaluate_reaches_reference_state,
     }
 )
 

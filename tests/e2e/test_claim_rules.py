@@ -107,11 +107,12 @@ def test_the_demo_story_reads_the_same_under_1_1_0_and_1_2_0(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     args = ["--data-dir", str(tmp_path)]
-    assert main(["demo", *args]) == 0  # the default set: 1.2.0
+    assert main(["demo", *args]) == 0  # the default set: 1.3.0 (1.2.0 + amounts in output text, reference states)
     out = capsys.readouterr().out
     assert "2 new critical failures · 1 regressed · 6 unchanged" in out
     assert "3 improved · 6 unchanged" in out
-    assert main(["replay", "--evaluator-version", "1.1.0", *args]) == 0
+    for version in ("1.1.0", "1.2.0"):
+        assert main(["replay", "--evaluator-version", version, *args]) == 0
     capsys.readouterr()
     query = (
         "SELECT candidate_agent, scenario_name, classification, reason, divergence_summary, divergence_impact "
@@ -120,6 +121,7 @@ def test_the_demo_story_reads_the_same_under_1_1_0_and_1_2_0(
     new, old = sql(capsys, tmp_path, query.format("1.2.0")), sql(capsys, tmp_path, query.format("1.1.0"))
     assert len(new) == 18
     assert new == old
+    assert sql(capsys, tmp_path, query.format("1.3.0")) == new  # Demo Co reads the same under 1.3.0 too
     # the published reasons, word for word (the offline judge still fails 1.3.0's reply and passes 1.3.1's)
     changed = "SELECT candidate_agent, scenario_name, reason FROM v_comparisons WHERE classification != 'UNCHANGED' "
     rows = sql(capsys, tmp_path, changed + "AND evaluator_version = '1.2.0' ORDER BY ALL")

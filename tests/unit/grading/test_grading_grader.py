@@ -3,6 +3,7 @@ from __future__ import annotations
 from grading_builders import case, rec, state
 
 from evaluation.grader import grade_case
+from evaluation.versions import DEFAULT_EVALUATOR_SET
 
 REFUND = {"order_id": "ORD-1001", "amount": 40}
 EMAIL = {"customer_id": "CUS-100", "template": "refund_confirmation", "order_id": "ORD-1001"}
@@ -55,7 +56,7 @@ def test_double_refund_case() -> None:
     assert graded.verdict.labels == ("DUPLICATE_SIDE_EFFECT", "STATE_MISMATCH")
     assert graded.verdict.critical_failures == 3
     assert (graded.verified.status, graded.verified.verified) == ("FAILURE", True)
-    assert graded.evaluator_version == "1.2.0"
+    assert graded.evaluator_version == DEFAULT_EVALUATOR_SET
     assert (
         graded.results[3].reason
         == "The agent claimed success but orders.ORD-1001.refund_count: expected 1, got 2."

@@ -43,8 +43,20 @@ def test_set_1_2_0_adds_the_claim_rules_to_1_1_0() -> None:
     assert set(current) <= set(new)
 
 
+def test_set_1_3_0_normalises_amounts_and_adds_reference_states() -> None:
+    previous, new = evaluator_set("1.2.0"), evaluator_set("1.3.0")
+    changed = {k: new[k] for k in new if previous.get(k) != new[k]}
+    assert changed == {
+        "expectation.outputContains": "1.1.0",
+        "expectation.outputNotContains": "1.1.0",
+        "expectation.reachesReferenceState": "1.0.0",
+    }
+    assert set(previous) <= set(new)
+    assert all("expectation.reachesReferenceState" not in evaluator_set(s) for s in ("1.0.0", "1.1.0", "1.2.0"))
+
+
 def test_default_set_is_the_newest() -> None:
-    assert DEFAULT_EVALUATOR_SET == "1.2.0" == max(EVALUATOR_SETS, key=lambda v: tuple(map(int, v.split("."))))
+    assert DEFAULT_EVALUATOR_SET == "1.3.0" == max(EVALUATOR_SETS, key=lambda v: tuple(map(int, v.split("."))))
     assert evaluator_version(DEFAULT_EVALUATOR_SET, "expectation.maxRetries") == "1.1.0"
 
 
@@ -63,6 +75,7 @@ def test_the_readme_table_lists_every_set() -> None:
 
 def test_unknown_set_is_a_clear_error() -> None:
     with pytest.raises(
-        UnknownEvaluatorSetError, match=r"unknown evaluator set '2\.0\.0'; known sets: 1\.0\.0, 1\.1\.0, 1\.2\.0"
+        UnknownEvaluatorSetError,
+        match=r"unknown evaluator set '2\.0\.0'; known sets: 1\.0\.0, 1\.1\.0, 1\.2\.0, 1\.3\.0",
     ):
         evaluator_set("2.0.0")
