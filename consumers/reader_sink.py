@@ -5,18 +5,18 @@ chDB runs one process per directory, and the writer may own `<data dir>/clickhou
 moment), so a reader never touches it. It projects the log — opened read-only, no lock — into a copy of
 its own: `<data dir>/readers/clickhouse-<slot>`, one chDB directory per slot, each flocked by the one
 process using it (`slot-<n>.lock`); concurrent readers take free slots (READER_SLOTS of them), and wait for
-one when all are busy. A copy is kept between runs and brought up to date incrementally: its progress
-(`progress.json`, topic -> next offset) is saved after each batch is inserted; a batch redone after a
-crash carries the same offsets, so the same dedup tokens, and ReplacingMergeTree keeps one row under FINAL.
-Undecodable records are skipped here: dead-lettering them is the writer's job (its own sink does it).
-With `AGENTTWIN_CLICKHOUSE_URL` set, the copy is that server (its rows are the same events; FINAL keeps
-one row each), with the slot's progress file beside it.
+one when all are busy. A copy is a warehouse like any other: the sink's loop (consumers/embedded_sink.py)
+brings it up to date from the offsets stored in it (`sink_offsets`), a batch cut short is redone exactly,
+and its statements name their database. Undecodable records are skipped here: dead-lettering them is the
+writer's job (its own sink does it). A copy whose tables no longer match its offsets (a newer version's
+table, a table dropped by hand) is re-projected from offset 0: it is a cache, nothing else reads it.
+With `AGENTTWIN_CLICKHOUSE_URL` naming a server, there is no copy: the reader brings that server's database
+up to date from the offsets stored there (shared with every sink of that warehouse) and queries it.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -24,43 +24,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from consumers.clickhouse import Warehouse, open_warehouse
-from consumers.embedded_sink import SinkStats
-from consumers.sink import Delivered, ensure_schema, write_batch
+from consumers.clickhouse import Warehouse, open_warehouse, resolve_chdb_path
+from consumers.embedded_sink import SinkStats, project_log
+from consumers.sink import MissingProjectionError, drop_projections
 from streams.embedded import DecodeError
+from streams.embedded_log import LogRecord
 from streams.log_reader import READERS_DIR, ReadOnlyLog
-from streams.topics import ALL_TOPICS
 
 READER_SLOTS = 4
 WAIT_S = 120.0
-PROGRESS_FILE = "progress.json"
 
 
 class ReadersBusy(Exception):
     """Every reader slot stayed taken for the whole wait."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReaderSlot:
     number: int
     directory: Path
     fd: int
-
-    def progress(self) -> dict[str, int]:
-        path = self.directory / PROGRESS_FILE
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # none yet, or torn: start again from 0 (inserts dedupe, FINAL collapses)
-            return {}
-        if not isinstance(loaded, dict):
-            return {}
-        return {str(k): int(v) for k, v in loaded.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
-
-    def save(self, progress: dict[str, int]) -> None:
-        path = self.directory / PROGRESS_FILE
-        tmp = path.with_name(f".{PROGRESS_FILE}.tmp")
-        tmp.write_text(json.dumps(progress, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
 
 
 @contextmanager
@@ -89,46 +72,33 @@ def reader_slot(data_dir: Path, *, wait_s: float = WAIT_S, poll_s: float = 0.2) 
         time.sleep(poll_s)
 
 
-def sync_read_only(reader: ReadOnlyLog, warehouse: Warehouse, slot: ReaderSlot, *, batch_size: int = 5000) -> SinkStats:
-    """Project what the slot's copy does not hold yet; save its progress after each inserted batch."""
-    ensure_schema(warehouse)
-    progress = slot.progress()
-    stats = SinkStats()
-    log = reader.log
-    for topic in ALL_TOPICS:
-        if topic.name not in log.topics():
-            continue
-        start = progress.get(topic.name, 0)
-        if start > log.end_offset(topic.name):  # a copy ahead of its log (the log was replaced): start again
-            start = 0
-        batch: list[Delivered] = []
-        end = start
-        for record in log.read(topic.name, start):
-            end = record.offset + 1
-            try:
-                batch.append(Delivered(topic.name, 0, record.offset, reader.decode(record)))
-            except DecodeError:
-                stats.dead_letters += 1  # counted, not written: the writer's sink dead-letters it
-            if len(batch) >= batch_size:
-                stats.rows += write_batch(warehouse, batch)
-                progress[topic.name] = end
-                slot.save(progress)
-                batch = []
-        if batch:
-            stats.rows += write_batch(warehouse, batch)
-        if end > start:
-            progress[topic.name] = end
-            slot.save(progress)
-    return stats
+def sync_read_only(
+    reader: ReadOnlyLog, warehouse: Warehouse, *, own_copy: bool = True, batch_size: int = 5000
+) -> SinkStats:
+    """Project what the copy does not hold yet (its progress is in the copy); `dead_letters` counts the
+    records skipped as undecodable, not letters written. Only a reader's own copy is ever re-projected."""
+
+    def skip(exc: DecodeError, record: LogRecord) -> int:
+        return 1
+
+    try:
+        return project_log(reader.log, reader.decode, warehouse, undecodable=skip, batch_size=batch_size)
+    except MissingProjectionError:
+        if not own_copy:  # a server's projections are everyone's: `agenttwin rebuild` is the owner's call
+            raise
+        drop_projections(warehouse)
+        return project_log(reader.log, reader.decode, warehouse, undecodable=skip, batch_size=batch_size)
 
 
 @contextmanager
 def reader_warehouse(data_dir: Path, clickhouse_url: str | None) -> Iterator[Warehouse]:
-    """A warehouse holding every event of the data directory's log, for a reader: its own up-to-date copy."""
+    """A warehouse holding every event of the data directory's log, for a reader: its own up-to-date copy
+    (chDB in the slot's directory, whatever chDB path the setting names), or the configured server."""
+    own_copy = resolve_chdb_path(clickhouse_url, Path(data_dir)) is not None
     with reader_slot(data_dir) as slot, ReadOnlyLog(data_dir) as reader:
-        warehouse = open_warehouse(clickhouse_url, slot.directory)
+        warehouse = open_warehouse(None if own_copy else clickhouse_url, slot.directory)
         try:
-            sync_read_only(reader, warehouse, slot)
+            sync_read_only(reader, warehouse, own_copy=own_copy)
             yield warehouse
         finally:
             warehouse.close()
