@@ -96,3 +96,24 @@ def test_the_readme_states_the_measured_figures() -> None:
         assert f"| {answers} | {right} ({share}) | {false_success} |" in readme or (
             f"| {answers} | **{right} ({share})** | {false_success} |" in readme
         ), name
+
+
+def test_the_agent_contracts_hook_reads_with_the_rules_and_maps_onto_its_claims(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """producers/agents/inferred_claim.py (an HTTP agent's reply without `claimed_outcome`) calls
+    `evaluation.claim_reader.read_claim` by name: the names must line up, and the contract's four claims
+    take the reader's six."""
+    from producers.agents import inferred_claim
+
+    done = inferred_claim.infer_claim("Done! I've refunded 40.00 USD for order ORD-1001.")
+    assert (done.status, done.claimed, done.inferred_by) == ("SUCCESS", "SUCCESS", RULES_ID)
+    handed = inferred_claim.infer_claim("I've escalated this to a specialist who will contact you.")
+    assert (handed.status, handed.claimed) == ("ESCALATED", "PARTIAL")
+    assert handed.describe() == (
+        f"not stated; read from the final answer as ESCALATED (claimed as PARTIAL) by {RULES_ID}"
+    )
+    assert inferred_claim.infer_claim(None).claimed == "UNKNOWN"
+    monkeypatch.setattr(inferred_claim, "CLAIM_READER_MODULE", "evaluation.no_such_reader")
+    missing = inferred_claim.infer_claim("Done! I've refunded 40.00 USD.")
+    assert (missing.claimed, missing.inferred_by) == ("UNKNOWN", inferred_claim.NO_READER)  # never invents one
