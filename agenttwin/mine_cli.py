@@ -67,7 +67,7 @@ def mine(args: argparse.Namespace) -> int:
     if not verifications:
         raise CliError(
             f"trace {trace} has no verified outcome: the miner turns what the system of record verified into "
-            "expectations (report one with OutcomeReporter.report_outcome)"
+            "expectations (report one with POST /v1/outcomes, by trace id or subject)"
         )
     latest = max(verifications, key=lambda e: (e.received_time, e.event_id))
     try:

@@ -182,7 +182,7 @@ def verification_by_order(base_url: str, api_key: str) -> dict[str, Any]:
         "status": "FAILURE",
         "verified": True,
         "source": "external_callback",
-        "evidence": {"refund_count": 2, "refunded_total": "80.00 USD"},
+        "evidence": {"expected": {f"orders.{ORDER}.refund_count": 1}, "observed": {f"orders.{ORDER}.refund_count": 0}},
         "idempotency_key": "payments-recon-2026-01-01-ORD-1001",
     }
     response = httpx.post(f"{base_url}/v1/outcomes", json=report, headers={"x-agenttwin-api-key": api_key}, timeout=30)

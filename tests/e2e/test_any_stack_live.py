@@ -1,7 +1,8 @@
 """Done means, without Kafka: a LangGraph agent instrumented only by OpenInference sends spans to `agenttwin
 ingest` (embedded); the payments service reports by HTTP with only the order id; `agenttwin alerts tail -f`
 in another process prints the contradiction naming refund_payment and the order, `agenttwin sql` in a third
-counts it, `events tail` and `alerts webhook` read beside it — all while ingest runs and owns the log."""
+counts it, `events tail`, `alerts webhook` and `mine` (the incident as a scenario draft) read beside it — all
+while ingest runs and owns the log."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.live_stack import (
     ORDER,
@@ -129,6 +131,30 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
                 "claim_inferred_by": "rules-v1",
             }
         ]
+        # the incident becomes a scenario, from the read-only log while ingest runs: the 504 returned as data is
+        # the write's timeout, the verification (by order id, joined to the trace) the expected state
+        (row,) = json_rows(
+            run_cli(
+                ["sql", "SELECT trace_id FROM v_production_traces", "--format", "json", "--data-dir", str(data)],
+                env,
+                tmp_path,
+            ).stdout
+        )
+        incident = tmp_path / "incident.yaml"
+        mined = run_cli(
+            ["mine", "--trace", row["trace_id"], "-o", str(incident), "--data-dir", str(data)], env, tmp_path
+        )
+        assert mined.returncode == 0, mined.stderr
+        scenario = yaml.safe_load(incident.read_text(encoding="utf-8"))
+        assert scenario["metadata"]["sourceTraceId"] == row["trace_id"]
+        assert scenario["spec"]["faults"] == [
+            {"target": "refund_payment", "when": {"callNumber": 1}, "behavior": {"type": "timeout_after_mutation"}}
+        ]
+        first = scenario["spec"]["expectations"][0]
+        assert (first["type"], first["path"], first["equals"]) == ("state", f"orders.{ORDER}.refund_count", 1)
+        checked = run_cli(["scenario", "check", str(incident)], env, tmp_path)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
         stats = run_cli(
             [
                 "sql",
