@@ -20,6 +20,7 @@ from agenttwin.errors import CliError
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
+from evaluation.claim_model import claim_classifier
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
@@ -32,12 +33,22 @@ from streams.kafka.reading import TopicTail, group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
-from streams.processors import Comparator, Grader, OutcomeJoin, Simulator
+from streams.processors import Comparator, Grader, OutcomeJoin, Simulator, SubjectJoin
 from streams.topics import ALL_TOPICS
 
-WORKER_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink", "alerts", "all")
+WORKER_KINDS = (
+    "planner",
+    "simulator",
+    "grader",
+    "comparator",
+    "subject-join",
+    "outcome-join",
+    "sink",
+    "alerts",
+    "all",
+)
 # `all` = every processor and the sink (the alert tail prints; run it on its own).
-ALL_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink")
+ALL_KINDS = ("planner", "simulator", "grader", "comparator", "subject-join", "outcome-join", "sink")
 DEFAULT_TIMEOUT_S = 300.0
 IDLE_S = 1.5
 LAG_SETTLE_S = 30.0
@@ -113,8 +124,10 @@ def build_workers(
             workers += [FaustWorker(Grader(v, refine), bootstrap, naming, data_dir) for v in versions]
         elif kind == "comparator":
             workers.append(FaustWorker(Comparator(), bootstrap, naming, data_dir))  # every version, one group
+        elif kind == "subject-join":
+            workers.append(FaustWorker(SubjectJoin(), bootstrap, naming, data_dir))
         elif kind == "outcome-join":
-            workers.append(FaustWorker(OutcomeJoin(), bootstrap, naming, data_dir))
+            workers.append(FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir))
         elif kind == "sink":
             if warehouse is None:
                 raise ValueError("the sink worker needs a warehouse")
