@@ -105,7 +105,7 @@ def ingest(args: argparse.Namespace) -> int:
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
     from producers.otlp.live import LiveProcessor, run_every
     from producers.otlp.outcomes import OUTCOMES_PATH
-    from producers.otlp.publishing import SerializedPublisher
+    from producers.otlp.publishing import GroupCommitPublisher, LockedPublisher, SerializedPublisher
     from producers.otlp.server import TRACES_PATH, make_server
     from streams.log_reader import adopt_dead_letters
     from streams.processors.outcome_join import OutcomeJoin
@@ -135,7 +135,7 @@ def ingest(args: argparse.Namespace) -> int:
         ensure_topics(bootstrap, naming)
         kafka = KafkaPublisher(bootstrap, naming)
         closers.append(kafka)
-        publisher = SerializedPublisher(kafka)
+        publisher: LockedPublisher = SerializedPublisher(kafka)
         where = f"Kafka {bootstrap}"
     else:
         from streams.embedded import EmbeddedRuntime
@@ -144,7 +144,8 @@ def ingest(args: argparse.Namespace) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
         runtime = EmbeddedRuntime(data_dir)
         closers.append(runtime)
-        publisher = SerializedPublisher(runtime)
+        publisher = GroupCommitPublisher(runtime)  # requests arriving together share one fsync
+        closers.insert(0, publisher)  # commits what is queued before the log closes
         where = f"embedded log {data_dir}"
     try:
         server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body)

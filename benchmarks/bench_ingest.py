@@ -21,7 +21,8 @@ Figures are printed with the load average and written as JSON under benchmarks/r
     python benchmarks/bench_ingest.py --seconds 5     # a smoke run
     python benchmarks/bench_ingest.py --kafka 127.0.0.1:9092
 
-The join runs on the embedded runtime (LiveProcessor beside the receiver); the log is fsync'ed per batch.
+The join runs on the embedded runtime (LiveProcessor beside the receiver, fed by the GroupCommitPublisher);
+requests that arrive together share one fsync (--serialized: one fsync per request under a lock, as before).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from consumers.alerts import embedded_alerts
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.live import LiveProcessor
 from producers.otlp.mapping import map_request
-from producers.otlp.publishing import SerializedPublisher
+from producers.otlp.publishing import GroupCommitPublisher, SerializedPublisher
 from producers.sdk.outcome import outcome_event
 from streams.clock import wall_clock
 from streams.embedded import EmbeddedRuntime
@@ -128,7 +129,7 @@ class Shared:
 
 def client(
     port: int,
-    publisher: SerializedPublisher,
+    publisher: GroupCommitPublisher | SerializedPublisher,
     tag: str,
     traces: int,
     until: float,
@@ -254,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--traces", type=int, default=20, help="agent runs per request (default 20 = 60 spans)")
     p.add_argument("--join-every", type=float, default=0.02, help="live join step interval in s (default 0.02)")
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="broker for the raw produce ceiling")
+    p.add_argument("--serialized", action="store_true", help="one fsync per request under a lock (no group commit)")
     args = p.parse_args(argv)
     bootstrap = args.kafka or load_settings().kafka_bootstrap_servers
     tag = f"bench-{time.time_ns()}"
@@ -262,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
         runtime = EmbeddedRuntime(data_dir)
-        publisher = SerializedPublisher(runtime)
+        publisher: GroupCommitPublisher | SerializedPublisher = (
+            SerializedPublisher(runtime) if args.serialized else GroupCommitPublisher(runtime)
+        )
         server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: TENANT}))
         server.start()
         live = LiveProcessor(runtime, OutcomeJoin(), publisher)
@@ -293,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
         watcher.join(5)
         server.close()
+        if isinstance(publisher, GroupCommitPublisher):
+            publisher.close()
         runtime.close()
     latencies = [
         (shared.arrived_at[t] - shared.published_at[t]) * 1000 for t in shared.published_at if t in shared.arrived_at
@@ -326,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, object] = {
         "seconds": elapsed,
         "clients": args.clients,
+        "publisher": "serialized" if args.serialized else "group-commit",
         "spans_per_request": args.traces * SPANS_PER_RUN,
         "spans_per_s": rate,
         "alert_latency_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},

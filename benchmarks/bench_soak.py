@@ -33,7 +33,7 @@ from bench_ingest import API_KEY, SPANS_PER_RUN, TENANT, build_request, kafka_ce
 from consumers.alerts import TOPIC, embedded_alerts
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.live import LiveProcessor
-from producers.otlp.publishing import SerializedPublisher
+from producers.otlp.publishing import GroupCommitPublisher, SerializedPublisher
 from producers.sdk.outcome import outcome_event
 from streams.embedded import EmbeddedRuntime
 from streams.processors.outcome_join import OutcomeJoin
@@ -176,10 +176,12 @@ def start_kafka(
 
 
 def start_embedded(
-    data_dir: Path, soak: Soak, stop: threading.Event, join_every: float
+    data_dir: Path, soak: Soak, stop: threading.Event, join_every: float, serialized: bool
 ) -> tuple[Publisher, Callable[[], None]]:
     runtime = EmbeddedRuntime(data_dir)
-    publisher = SerializedPublisher(runtime)
+    publisher: GroupCommitPublisher | SerializedPublisher = (
+        SerializedPublisher(runtime) if serialized else GroupCommitPublisher(runtime)
+    )
     live = LiveProcessor(runtime, OutcomeJoin(), publisher)
     live.run_every(join_every, stop)
 
@@ -193,6 +195,8 @@ def start_embedded(
 
     def close() -> None:
         watcher.join(10)
+        if isinstance(publisher, GroupCommitPublisher):
+            publisher.close()
         runtime.close()
 
     return publisher, close
@@ -206,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--traces", type=int, default=20, help="agent runs per request (default 20 = 60 spans)")
     p.add_argument("--join-every", type=float, default=0.02, help="embedded live join step interval (s)")
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="soak receiver -> Kafka -> outcome-join worker instead")
+    p.add_argument(
+        "--serialized", action="store_true", help="embedded: one fsync per request under a lock (no group commit)"
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     load_start = _results.loadavg()
@@ -217,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kafka:
             publisher, close = start_kafka(args.kafka, Path(tmp), soak, stop)
         else:
-            publisher, close = start_embedded(Path(tmp), soak, stop, args.join_every)
+            publisher, close = start_embedded(Path(tmp), soak, stop, args.join_every, args.serialized)
         server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: TENANT}))
         server.start()
         port = server.server_address[1]
@@ -296,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = lost == 0 and soak.duplicated == 0 and not soak.errors and soak.other_kinds == 0
     figures = {
         "mode": mode,
+        "publisher": "serialized" if args.serialized else "group-commit",
         "minutes": args.minutes,
         "clients": args.clients,
         "spans_per_request": args.traces * SPANS_PER_RUN,
