@@ -164,28 +164,35 @@ class GroupCommitPublisher:
     def _commit(self) -> None:
         log = self.runtime.log
         committed: list[Committed] = []
-        with self.lock:
-            with self._cond:
-                batches, self._queue = self._queue, []
-            with log.deferred_sync() as touched:
-                for batch in batches:
-                    try:
-                        committed += self._append(batch)
-                    except BaseException as exc:  # the batch's caller gets it; the others go on
-                        batch.error = exc
+        batches: list[_Batch] = []
         try:
-            log.sync(touched)
-        except BaseException as exc:  # not durable: every caller of this group hears it (answers 503)
+            with self.lock:
+                with self._cond:
+                    batches, self._queue = self._queue, []
+                with log.deferred_sync() as touched:
+                    for batch in batches:
+                        try:
+                            committed += self._append(batch)
+                        except Exception as exc:  # the batch's caller gets it; the others go on
+                            batch.error = exc
+            try:
+                log.sync(touched)
+            except Exception as exc:  # not durable: every caller of this group hears it (answers 503)
+                for batch in batches:
+                    batch.error = batch.error or exc
+                committed = []
+            self.groups += 1
+            for item in committed:  # before waking the callers: a join stepped right after sees its inputs
+                for topics, callback in self._subscribers:
+                    if item[0] in topics:
+                        callback(item)
+        except BaseException as exc:  # never leave a caller waiting
             for batch in batches:
                 batch.error = batch.error or exc
-            committed = []
-        self.groups += 1
-        for batch in batches:
-            batch.done.set()
-        for item in committed:
-            for topics, callback in self._subscribers:
-                if item[0] in topics:
-                    callback(item)
+            raise
+        finally:
+            for batch in batches:
+                batch.done.set()
 
     def _append(self, batch: _Batch) -> list[Committed]:
         log = self.runtime.log
