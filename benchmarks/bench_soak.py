@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  RSS growth              {rss_growth * 100:+.1f}% ({first['rss_mb']:.0f} -> {last['rss_mb']:.0f} MB)")
     print(f"  alert latency (all)     p50 {percentile(all_ms, 50):.1f} ms, p99 {percentile(all_ms, 99):.1f} ms")
     print(
-        f"  alerts                  {len(soak.seen)} of {soak.runs_sent}; missing {lost} (60 s after the load); duplicated {soak.duplicated}; "
+        f"  alerts                  {len(soak.seen)} of {soak.runs_sent}; missing {lost} (60 s after the load); "
+        f"duplicated {soak.duplicated}; "
         f"other kinds {soak.other_kinds}; HTTP errors {len(soak.errors)}"
     )
     print(f"  baseline                {baseline:,.0f} spans/s ({baseline_what}); ratio {rate / baseline:.2f}")
