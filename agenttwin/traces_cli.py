@@ -17,6 +17,7 @@ from agenttwin.render import out
 from agenttwin.settings import Settings, load_settings
 
 DEFAULT_JOIN_EVERY_S = 1.0
+TICK_EVERY_S = 1.0  # the joins' horizon timers, however short --join-every is
 
 
 def register(sub: Any) -> None:
@@ -155,8 +156,8 @@ def ingest(args: argparse.Namespace) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if not bootstrap and args.join_every > 0:
         joins = [
-            LiveProcessor(runtime, SubjectJoin(), publisher),
-            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher),
+            LiveProcessor(runtime, SubjectJoin(), publisher, tick_every_s=TICK_EVERY_S),
+            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher, tick_every_s=TICK_EVERY_S),
         ]
 
         def adopt() -> int:  # dead letters a webhook beside this writer made (streams/log_reader.py)

@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: TENANT}))
         server.start()
-        live = LiveProcessor(runtime, OutcomeJoin(), publisher)
+        live = LiveProcessor(runtime, OutcomeJoin(), publisher, tick_every_s=1.0)
         live.run_every(args.join_every, stop)
         watcher = threading.Thread(target=watch_alerts, args=(data_dir, shared, stop), daemon=True)
         watcher.start()

@@ -182,7 +182,7 @@ def start_embedded(
     publisher: GroupCommitPublisher | SerializedPublisher = (
         SerializedPublisher(runtime) if serialized else GroupCommitPublisher(runtime)
     )
-    live = LiveProcessor(runtime, OutcomeJoin(), publisher)
+    live = LiveProcessor(runtime, OutcomeJoin(), publisher, tick_every_s=1.0)
     live.run_every(join_every, stop)
 
     def watch() -> None:

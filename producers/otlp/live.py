@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -27,8 +28,21 @@ BATCH = 500  # outputs appended at once at most
 
 
 class LiveProcessor:
-    def __init__(self, runtime: EmbeddedRuntime, processor: Processor, publisher: LockedPublisher) -> None:
+    def __init__(
+        self,
+        runtime: EmbeddedRuntime,
+        processor: Processor,
+        publisher: LockedPublisher,
+        *,
+        tick_every_s: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.runtime = runtime
+        # the timers (the join's horizon, minutes long) need not run on every step: a full pass over the
+        # store 50 times a second is what a short --join-every would otherwise cost
+        self.tick_every_s = tick_every_s
+        self._monotonic = monotonic
+        self._ticked_at: float | None = None
         self.processor = processor
         self.publisher = publisher
         self.store: Store = {}
@@ -48,7 +62,8 @@ class LiveProcessor:
             )
 
     def step(self) -> int:
-        """Handle every new input event (then the processor's timers once); returns events produced.
+        """Handle every new input event, then the processor's timers (at most once per `tick_every_s`);
+        returns events produced.
 
         Outputs are appended in batches of up to BATCH events (one write and one fsync per topic each),
         not one by one: a crash before they are appended loses nothing, since the store is rebuilt from
@@ -67,8 +82,7 @@ class LiveProcessor:
             for topic in self.processor.inputs:
                 if topic in log.topics():
                     self._read_log(topic, None, pending)
-            if self.latest is not None:
-                pending.extend(self.processor.tick(self.store, self.latest))
+            self._tick(pending)
             self._out(pending)
         return self.produced - before
 
@@ -99,10 +113,18 @@ class LiveProcessor:
                     self.cursors[topic] = offset + 1
                     self.fed += 1
                     self._handle(event, pending, lambda e=event, o=offset: self._record(e, o))  # type: ignore[misc]
-        if self.latest is not None:
-            pending.extend(self.processor.tick(self.store, self.latest))
+        self._tick(pending)
         self._out(pending)
         return self.produced - before
+
+    def _tick(self, pending: list[Event]) -> None:
+        if self.latest is None:
+            return
+        now = self._monotonic()
+        if self._ticked_at is not None and now - self._ticked_at < self.tick_every_s:
+            return
+        self._ticked_at = now
+        pending.extend(self.processor.tick(self.store, self.latest))
 
     def _record(self, event: Event, offset: int) -> LogRecord:
         """The log record of a fed event (for its dead letter)."""

@@ -295,3 +295,37 @@ def test_spans_acknowledged_before_a_kill_are_in_the_log(tmp_path: Path) -> None
     with EmbeddedRuntime(copy, fsync=False) as runtime:
         got = {e.span_id for e in runtime.read_events("spans")}  # type: ignore[attr-defined]
     assert got == {ids(n)[k].hex() for n in range(5) for k in (1, 2)}
+
+
+class CountingJoin(OutcomeJoin):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ticks = 0
+
+    def tick(self, store: dict[str, object], now: datetime) -> list[Event]:  # type: ignore[override]
+        self.ticks += 1
+        return super().tick(store, now)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fed", [True, False])
+def test_the_live_join_runs_its_timers_at_most_once_per_interval(tmp_path: Path, fed: bool) -> None:
+    clock = [100.0]
+    with EmbeddedRuntime(tmp_path / "d", fsync=False) as runtime:
+        publisher: GroupCommitPublisher | SerializedPublisher = (
+            GroupCommitPublisher(runtime) if fed else SerializedPublisher(runtime)
+        )
+        join = CountingJoin()
+        live = LiveProcessor(runtime, join, publisher, tick_every_s=1.0, monotonic=lambda: clock[0])
+        publisher.publish(spans_of(1))
+        live.step()
+        assert join.ticks == 1
+        publisher.publish([failure(1)])
+        live.step()
+        live.step()
+        assert join.ticks == 1  # inside the interval: inputs handled (the alert is out), timers not run
+        assert len(_alert_bytes(runtime)) == 1
+        clock[0] += 1.0
+        live.step()
+        assert join.ticks == 2
+        if isinstance(publisher, GroupCommitPublisher):
+            publisher.close()
