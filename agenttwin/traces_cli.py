@@ -106,7 +106,7 @@ def ingest(args: argparse.Namespace) -> int:
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
     from producers.otlp.live import LiveProcessor, run_every
     from producers.otlp.outcomes import OUTCOMES_PATH
-    from producers.otlp.publishing import GroupCommitPublisher, LockedPublisher, SerializedPublisher
+    from producers.otlp.publishing import ConcurrentPublisher, GroupCommitPublisher, LockedPublisher
     from producers.otlp.server import TRACES_PATH, make_server
     from streams.log_reader import adopt_dead_letters
     from streams.processors.outcome_join import OutcomeJoin
@@ -136,7 +136,7 @@ def ingest(args: argparse.Namespace) -> int:
         ensure_topics(bootstrap, naming)
         kafka = KafkaPublisher(bootstrap, naming)
         closers.append(kafka)
-        publisher: LockedPublisher = SerializedPublisher(kafka)
+        publisher: LockedPublisher = ConcurrentPublisher(kafka)  # each request waits for its own acks
         where = f"Kafka {bootstrap}"
     else:
         from streams.embedded import EmbeddedRuntime

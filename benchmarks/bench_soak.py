@@ -33,7 +33,7 @@ from bench_ingest import API_KEY, SPANS_PER_RUN, TENANT, build_request, kafka_ce
 from consumers.alerts import TOPIC, embedded_alerts
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.live import LiveProcessor
-from producers.otlp.publishing import GroupCommitPublisher, SerializedPublisher
+from producers.otlp.publishing import ConcurrentPublisher, GroupCommitPublisher, SerializedPublisher
 from producers.sdk.outcome import outcome_event
 from streams.embedded import EmbeddedRuntime
 from streams.processors.outcome_join import OutcomeJoin
@@ -172,7 +172,7 @@ def start_kafka(
         tail.join(10)
         kafka.close()
 
-    return SerializedPublisher(kafka), close
+    return ConcurrentPublisher(kafka), close
 
 
 def start_embedded(

@@ -83,6 +83,19 @@ class SerializedPublisher:
             return self.inner.publish(batch)
 
 
+class ConcurrentPublisher:
+    """A Publisher already safe to call from many threads at once (KafkaPublisher: each call waits for its
+    own acks), so requests wait for their acks side by side instead of one after another under a lock.
+    The lock is there for the LockedPublisher interface; publishing never takes it."""
+
+    def __init__(self, inner: Publisher) -> None:
+        self.inner = inner
+        self.lock = threading.RLock()
+
+    def publish(self, events: Iterable[Event]) -> int:
+        return self.inner.publish(list(events))
+
+
 @dataclass
 class _Batch:
     events: list[Event]
@@ -213,6 +226,6 @@ class GroupCommitPublisher:
 
 
 def serialized(publisher: Publisher) -> LockedPublisher:
-    if isinstance(publisher, SerializedPublisher | GroupCommitPublisher):
+    if isinstance(publisher, SerializedPublisher | GroupCommitPublisher | ConcurrentPublisher):
         return publisher
     return SerializedPublisher(publisher)
