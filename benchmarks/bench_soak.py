@@ -8,7 +8,7 @@ confluent-kafka producing the same Avro bytes). JSON goes under benchmarks/resul
 
     python benchmarks/bench_soak.py                      # embedded: receiver -> log -> live join, 10 minutes
     python benchmarks/bench_soak.py --minutes 2          # shorter
-    python benchmarks/bench_soak.py --kafka 127.0.0.1:9092   # receiver -> Kafka -> outcome-join worker -> alerts
+    python benchmarks/bench_soak.py --kafka 127.0.0.1:9092   # receiver -> Kafka -> `agenttwin worker outcome-join` -> alerts
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import argparse
 import asyncio
 import http.client
 import logging
+import os
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import _results
 from bench_ingest import API_KEY, SPANS_PER_RUN, TENANT, build_request, kafka_ceiling, percentile, raw_append_baseline
@@ -38,6 +42,8 @@ from producers.sdk.outcome import outcome_event
 from streams.embedded import EmbeddedRuntime
 from streams.processors.outcome_join import OutcomeJoin
 from streams.publisher import Publisher
+
+WORKER_WARMUP_S = 20.0  # the worker process imports, joins its group and is assigned its partitions
 
 
 @dataclass
@@ -134,10 +140,35 @@ def kafka_alerts(bootstrap: str, naming: object, soak: Soak, stop: threading.Eve
         consumer.close()
 
 
-def start_kafka(
-    bootstrap: str, data_dir: Path, soak: Soak, stop: threading.Event
+def _worker_process(
+    bootstrap: str, prefix: str, naming: object, kafka: Any, data_dir: Path, soak: Soak, stop: threading.Event
 ) -> tuple[Publisher, Callable[[], None]]:
-    """Receiver -> KafkaPublisher; an outcome-join worker (this process, its own loop); an alerts tail."""
+    """`agenttwin worker outcome-join` in its own process, as deployed; ready once its group has joined
+    (its first alert would otherwise wait for the join), which a warm-up outcome/span pair shows."""
+    env = {**os.environ, "AGENTTWIN_DATA_DIR": str(data_dir)}
+    cmd = [sys.executable, "-m", "agenttwin.cli", "worker", "outcome-join", "--kafka", bootstrap]
+    proc = subprocess.Popen([*cmd, "--topic-prefix", prefix], env=env, stdout=subprocess.DEVNULL)  # noqa: S603
+    tail = threading.Thread(target=kafka_alerts, args=(bootstrap, naming, soak, stop), daemon=True)
+    tail.start()
+
+    def close() -> None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        tail.join(10)
+        kafka.close()
+
+    time.sleep(WORKER_WARMUP_S)
+    return ConcurrentPublisher(kafka), close
+
+
+def start_kafka(
+    bootstrap: str, data_dir: Path, soak: Soak, stop: threading.Event, in_process: bool
+) -> tuple[Publisher, Callable[[], None]]:
+    """Receiver -> KafkaPublisher; an outcome-join worker (its own process, or this one's loop); an alerts tail."""
     from evaluation.claim_model import claim_classifier
     from streams.kafka.clients import ensure_topics
     from streams.kafka.faust_worker import FaustWorker
@@ -145,9 +176,12 @@ def start_kafka(
     from streams.kafka.publisher import KafkaPublisher
     from streams.kafka.runner import WorkerGroup
 
-    naming = Naming(f"soak-{uuid.uuid4().hex[:8]}.")
+    prefix = f"soak-{uuid.uuid4().hex[:8]}."
+    naming = Naming(prefix)
     ensure_topics(bootstrap, naming)
     kafka = KafkaPublisher(bootstrap, naming)
+    if not in_process:
+        return _worker_process(bootstrap, prefix, naming, kafka, data_dir, soak, stop)
     worker = FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir)
     ready = threading.Event()
     done = asyncio.Event()
@@ -211,6 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--join-every", type=float, default=0.02, help="embedded live join step interval (s)")
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="soak receiver -> Kafka -> outcome-join worker instead")
     p.add_argument(
+        "--in-process-worker",
+        action="store_true",
+        help="kafka: run the outcome-join worker in this process (default: `agenttwin worker` beside it)",
+    )
+    p.add_argument(
         "--serialized", action="store_true", help="embedded: one fsync per request under a lock (no group commit)"
     )
     args = p.parse_args(argv)
@@ -222,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = "kafka" if args.kafka else "embedded"
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
         if args.kafka:
-            publisher, close = start_kafka(args.kafka, Path(tmp), soak, stop)
+            publisher, close = start_kafka(args.kafka, Path(tmp), soak, stop, args.in_process_worker)
         else:
             publisher, close = start_embedded(Path(tmp), soak, stop, args.join_every, args.serialized)
         server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({API_KEY: TENANT}))
@@ -304,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = lost == 0 and soak.duplicated == 0 and not soak.errors and soak.other_kinds == 0
     figures = {
         "mode": mode,
+        "worker": "in-process" if args.in_process_worker else "process",
         "publisher": "serialized" if args.serialized else "group-commit",
         "minutes": args.minutes,
         "clients": args.clients,
