@@ -43,10 +43,11 @@ class Embedded:
         self.close()
 
 
-def open_embedded(settings: Settings, data_dir: Path | None = None) -> Embedded:
+def open_embedded(settings: Settings, data_dir: Path | None = None, *, checkpoints: bool = True) -> Embedded:
+    """The embedded runtime and its warehouse; `checkpoints=False` rebuilds stateful processors from offset 0."""
     root = (data_dir or settings.resolved_data_dir).expanduser()
     root.mkdir(parents=True, exist_ok=True)
-    runtime = EmbeddedRuntime(root)
+    runtime = EmbeddedRuntime(root, checkpoints=checkpoints)
     try:
         warehouse = open_warehouse(settings.clickhouse_url, root)
     except BaseException:

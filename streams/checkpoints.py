@@ -68,6 +68,7 @@ class Checkpoint(MutableMapping[str, Any]):
         except BaseException:
             self._db.close()
             raise
+        self.replaced: Path | None = None  # where an untrusted predecessor was set aside
         self._cache: dict[str, Any] = {}
         self._crcs: dict[str, int | None] = {}  # CRC of each key's stored row, as last read (None: no row)
         self._dirty: set[str] = set()
@@ -231,8 +232,11 @@ def open_checkpoint(directory: Path, group: str, tag: str, *, fsync: bool = True
     try:
         return Checkpoint(path, group, tag, fsync=fsync)
     except CheckpointCorrupt as exc:
-        _log.warning("%s; rebuilding %s from offset 0 (the old file is kept as %s)", exc, group, set_aside(path))
-        return Checkpoint(path, group, tag, fsync=fsync)
+        aside = set_aside(path)
+        _log.warning("%s; rebuilding %s from offset 0 (the old file is kept as %s)", exc, group, aside)
+        checkpoint = Checkpoint(path, group, tag, fsync=fsync)
+        checkpoint.replaced = aside
+        return checkpoint
 
 
 def set_aside(path: Path) -> Path:

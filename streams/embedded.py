@@ -252,7 +252,9 @@ class EmbeddedRuntime:
         states: dict[str, _State] = {}
         try:
             for p in processors:
-                states[p.name] = self._open_state(p)
+                state = states[p.name] = self._open_state(p)
+                if state.checkpoint is not None and state.checkpoint.replaced is not None:
+                    stats.rebuilt.append(p.name)
             while True:
                 moved = 0
                 for p in processors:

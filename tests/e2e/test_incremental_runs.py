@@ -1,0 +1,186 @@
+"""Checkpointed state on the embedded runtime: a command handles only the events it has not handled, and
+gives exactly what rebuilding every stateful processor from offset 0 gives; a checkpoint that cannot be
+trusted (damaged, torn, from other code) is never used: it is set aside, with a warning, and rebuilt."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenttwin.pipeline import PipelineStats, evaluation_request, judge_refiner, open_embedded, run_pipeline
+from agenttwin.settings import Settings
+from consumers.projections import snapshot
+from evaluation.versions import DEFAULT_EVALUATOR_SET
+from streams.embedded import EmbeddedRuntime
+from streams.events import EvaluationRequested
+from streams.processors import Comparator, Grader, OutcomeJoin
+
+VERSION = DEFAULT_EVALUATOR_SET
+REPLAY_VERSION = "1.0.0"
+PAIRS = (("demo:1.2.4", "demo:1.3.0"), ("demo:1.3.0", "demo:1.3.1"))
+STATEFUL = {
+    g.name: g.inputs for g in (Grader(VERSION), Comparator(VERSION), OutcomeJoin())
+}  # group -> its input topics
+
+Records = dict[str, list[tuple[Any, ...]]]
+
+
+def _request(n: int) -> EvaluationRequested:
+    baseline, candidate = PAIRS[n % len(PAIRS)]
+    return evaluation_request(
+        baseline, candidate, suite=["demo"], twin=None, seed=700 + n, evaluation_id=None, evaluator_version=VERSION
+    )
+
+
+def _command(
+    root: Path, request: EvaluationRequested | None, *, checkpoints: bool = True, versions: tuple[str, ...] = (VERSION,)
+) -> tuple[PipelineStats, dict[str, int]]:
+    """One `evaluate` (or, without a request, one `replay`), as the CLI runs it: open, publish, run, close.
+    Returns the stats and how many records each topic gained during the command."""
+    settings = Settings()
+    with open_embedded(settings, root, checkpoints=checkpoints) as emb:
+        log = emb.runtime.log
+        before = {t: log.end_offset(t) for t in log.topics()}
+        if request is not None:
+            emb.runtime.publish([request])
+        stats = run_pipeline(emb, list(versions), judge_refiner(settings), simulate=request is not None)
+        gained = {t: log.end_offset(t) - before.get(t, 0) for t in log.topics()}
+    return stats, gained
+
+
+def _records(root: Path) -> Records:
+    with EmbeddedRuntime(root) as runtime:
+        log = runtime.log
+        return {t: [(r.key, r.value, dict(r.headers)) for r in log.read(t)] for t in log.topics()}
+
+
+def _tables(root: Path) -> dict[str, list[tuple[Any, ...]]]:
+    with open_embedded(Settings(), root) as emb:
+        return snapshot(emb.warehouse)
+
+
+@pytest.fixture(scope="module")
+def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[PipelineStats]]:
+    """Two evaluations with every stateful processor rebuilt from offset 0 on each command (no checkpoints)."""
+    root = tmp_path_factory.mktemp("rebuilt")
+    return root, [_command(root, _request(n), checkpoints=False)[0] for n in range(2)]
+
+
+def test_a_second_evaluate_consumes_only_the_new_evaluations_events(
+    tmp_path: Path, rebuilt: tuple[Path, list[PipelineStats]]
+) -> None:
+    _command(tmp_path, _request(0))
+    stats, gained = _command(tmp_path, _request(1))
+    for group, inputs in STATEFUL.items():
+        new = sum(gained.get(t, 0) for t in inputs)
+        assert new > 0
+        assert stats.run.consumed[group] == new, group  # nothing of the first evaluation is read again
+    assert stats.run.rebuilt == []
+    # without checkpoints every command reads every input from offset 0
+    reference_root, reference_stats = rebuilt
+    reference = _records(reference_root)
+    for group, inputs in STATEFUL.items():
+        everything = sum(len(reference.get(t, [])) for t in inputs)
+        assert reference_stats[1].run.consumed[group] == everything > stats.run.consumed[group]
+    # ...and both give the same records on every topic, byte for byte, and the same tables
+    assert _records(tmp_path) == reference
+    assert _tables(tmp_path) == _tables(reference_root)
+    # a third command with nothing new reads nothing and adds nothing
+    again, gained = _command(tmp_path, None)
+    assert sum(again.run.consumed.values()) == 0 and not any(gained.values())
+
+
+def test_a_new_evaluator_version_replays_from_offset_0_into_its_own_groups(tmp_path: Path) -> None:
+    _command(tmp_path, _request(0))
+    stats, gained = _command(tmp_path, None, versions=(REPLAY_VERSION,))
+    everything = _records(tmp_path)
+    grader = f"grader-{REPLAY_VERSION}"
+    assert stats.run.consumed[grader] == sum(len(everything[t]) for t in Grader(REPLAY_VERSION).inputs)
+    assert stats.run.consumed[f"comparator-{REPLAY_VERSION}"] > 0
+    assert (tmp_path / "checkpoints" / f"{grader}.sqlite").is_file()
+    # the join is not versioned: it reads only the verified outcomes the replay added
+    assert stats.run.consumed["outcome-join"] == gained["verified-outcomes"] > 0
+
+
+def _rewrite_meta(path: Path, change: Callable[[str], str], *, fix_crc: bool) -> None:
+    with sqlite3.connect(path) as db:
+        (doc,) = db.execute("SELECT doc FROM meta").fetchone()
+        doc = change(doc)
+        crc = zlib.crc32(doc.encode()) if fix_crc else 0
+        db.execute("UPDATE meta SET doc = ?, crc = ?", (doc, crc))
+
+
+def _flip_value(path: Path, key: str) -> None:
+    with sqlite3.connect(path) as db:
+        (value,) = db.execute("SELECT value FROM kv WHERE key = ?", (key.encode(),)).fetchone()
+        damaged = bytearray(value)
+        damaged[len(damaged) // 2] ^= 0x20
+        db.execute("UPDATE kv SET value = ? WHERE key = ?", (bytes(damaged), key.encode()))
+
+
+def _drop_a_row(path: Path, _key: str) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM kv WHERE rowid = (SELECT min(rowid) FROM kv)")
+
+
+def _truncate(path: Path, _key: str) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _garbage(path: Path, _key: str) -> None:
+    path.write_bytes(b"\x00not a checkpoint\xff" * 100)
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+DAMAGE: dict[str, tuple[str, str, Callable[[Path, str], None]]] = {
+    # name: (group, key read in the next command, damage)
+    "a value read back fails its CRC": (f"grader-{VERSION}", "\x00done", _flip_value),
+    "a join value read back fails its CRC": ("outcome-join", "\x00indexed", _flip_value),
+    "a row is missing": (f"comparator-{VERSION}", "", _drop_a_row),
+    "the meta row fails its CRC": (
+        f"grader-{VERSION}",
+        "",
+        lambda p, _k: _rewrite_meta(p, lambda d: d.replace('"rows": ', '"rows": 1'), fix_crc=False),
+    ),
+    "another code version wrote it": (
+        "outcome-join",
+        "",
+        lambda p, _k: _rewrite_meta(p, lambda d: d.replace('"tag": "', '"tag": "older-'), fix_crc=True),
+    ),
+    "a torn file": (f"comparator-{VERSION}", "", _truncate),
+    "not a database": ("outcome-join", "", _garbage),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_an_untrusted_checkpoint_is_set_aside_and_rebuilt_with_a_warning(
+    damage: str, tmp_path: Path, rebuilt: tuple[Path, list[PipelineStats]], caplog: pytest.LogCaptureFixture
+) -> None:
+    group, key, harm = DAMAGE[damage]
+    _command(tmp_path, _request(0))
+    path = tmp_path / "checkpoints" / f"{group}.sqlite"
+    harm(path, key)
+    with caplog.at_level(logging.WARNING):
+        stats, _ = _command(tmp_path, _request(1))
+    assert any(group in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records), caplog.text
+    assert stats.run.rebuilt == [group]
+    assert list((tmp_path / "checkpoints").glob(f"{group}.sqlite.bad-*")), "the damaged file is kept aside"
+    # the rebuilt processor read its inputs from offset 0; the others only what was new
+    everything = _records(tmp_path)
+    assert stats.run.consumed[group] >= sum(len(everything.get(t, [])) for t in STATEFUL[group])
+    reference_root, _ = rebuilt
+    assert _records(tmp_path) == _records(reference_root)
+    assert _tables(tmp_path) == _tables(reference_root)
+    # and the new checkpoint is trusted by the next command
+    again, _ = _command(tmp_path, None)
+    assert again.run.rebuilt == [] and sum(again.run.consumed.values()) == 0
