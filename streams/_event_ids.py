@@ -26,10 +26,9 @@ _log = logging.getLogger(__name__)
 
 
 class EventIdIndex:
-    def __init__(self, path: Path, log: EmbeddedLog, *, fsync: bool = True) -> None:
+    def __init__(self, path: Path, log: EmbeddedLog) -> None:
         self.path = path
         self.log = log
-        self._fsync = fsync
         self._lock = threading.RLock()  # the receiver publishes from several threads
         self._progress: dict[str, int] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,8 +43,9 @@ class EventIdIndex:
         fresh = not self.path.exists()
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA synchronous={'NORMAL' if self._fsync else 'OFF'}")
+            # not fsync'ed: ids are indexed after their records are durable in the log, and a lost or torn
+            # index is caught up or rebuilt from the log
+            db.execute("PRAGMA synchronous=OFF")
             if fresh:
                 db.execute("BEGIN IMMEDIATE")
                 db.execute("CREATE TABLE meta (format TEXT NOT NULL)")

@@ -155,11 +155,10 @@ class EmbeddedRuntime:
         self.data_dir = data_dir
         self.batch_size = batch_size
         self.checkpoints = checkpoints
-        self._fsync = fsync
         self.log = EmbeddedLog(data_dir / RUNTIME_LOG_DIR, fsync=fsync)
         try:
             self.schemas = schemas or SchemaStore.from_directory(AVRO_DIR)
-            self._ids = EventIdIndex(self.checkpoint_dir / "event-ids.sqlite", self.log, fsync=fsync)
+            self._ids = EventIdIndex(self.checkpoint_dir / "event-ids.sqlite", self.log)
             # a torn tail that held records was cut into quarantine on open: say so where people look
             self.publish(
                 quarantine_dead_letter(r.quarantined, "log-open")
@@ -287,7 +286,7 @@ class EmbeddedRuntime:
             state.checkpoint.close()
             _log.warning("%s; rebuilding %s from offset 0 (the old file is kept as %s)", exc, p.name,
                          set_aside(state.checkpoint.path))  # fmt: skip
-            checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p), fsync=self._fsync)
+            checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p))
             states[p.name] = _State(checkpoint, dict.fromkeys(p.inputs, 0), None, checkpoint)
             stats.rebuilt.append(p.name)
             return 1
@@ -297,17 +296,18 @@ class EmbeddedRuntime:
             return _State({}, {t: self.log.committed(p.name, t) for t in p.inputs})
         if not self.checkpoints:
             return _State({}, dict.fromkeys(p.inputs, 0))
-        checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p), fsync=self._fsync)
+        checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p))
         cursors = {t: checkpoint.offsets.get(t, 0) for t in p.inputs}
         return _State(checkpoint, cursors, checkpoint.clock, checkpoint)
 
     def _save(self, p: Processor, state: _State) -> None:
         """Commit what the processor has handled; its outputs are in the log already."""
         if state.checkpoint is not None:
-            state.checkpoint.commit(state.cursors, state.clock)
-        for topic, offset in state.cursors.items():  # stateful groups' too: what lag tools read
-            if topic in self.log.topics() and self.log.committed(p.name, topic) != offset:
-                self.log.commit(p.name, topic, offset)
+            state.checkpoint.commit(state.cursors, state.clock)  # its offsets are the ones it resumes from
+        elif not p.stateful:
+            for topic, offset in state.cursors.items():
+                if topic in self.log.topics() and self.log.committed(p.name, topic) != offset:
+                    self.log.commit(p.name, topic, offset)
 
     def _tick(self, p: Processor, state: _State, stats: RunStats) -> int:
         if state.clock is None:

@@ -9,9 +9,6 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import clickhouse_connect
-from clickhouse_connect.driver.exceptions import ClickHouseError
-
 from consumers.clickhouse._values import check_rows, normalize_server_value, quote_identifier
 from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
@@ -73,6 +70,8 @@ class ServerWarehouse:
         self.settings = settings
         self._database = database or settings.database
         quote_identifier(self._database)
+        import clickhouse_connect  # imported on first use, like chDB
+
         try:
             self._client: Any = clickhouse_connect.get_client(
                 host=settings.host,
@@ -84,7 +83,7 @@ class ServerWarehouse:
             self._client.command(
                 f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self._database)}", use_database=False
             )
-        except ClickHouseError as exc:
+        except _clickhouse_error() as exc:
             raise WarehouseError(f"cannot use ClickHouse at {settings.display()}: {exc}") from exc
         self._client.database = self._database
 
@@ -97,7 +96,7 @@ class ServerWarehouse:
             raise WarehouseError(f"ClickHouse warehouse {self.settings.display()} is closed")
         try:
             return action()
-        except ClickHouseError as exc:
+        except _clickhouse_error() as exc:
             raise WarehouseError(f"ClickHouse rejected {what}: {exc}") from exc
 
     def execute(self, sql: str) -> None:
@@ -136,3 +135,10 @@ class ServerWarehouse:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _clickhouse_error() -> type[Exception]:
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    error: type[Exception] = ClickHouseError
+    return error

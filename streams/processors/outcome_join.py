@@ -251,19 +251,22 @@ class OutcomeJoin(Processor):
 
             def on_due(key: str, index: TimeIndex = index, clock: datetime = clock) -> None:
                 entry = _stored(key, store[key])
-                out.extend(self._overdue(entry, clock))
-                last = entry["last_received"]
-                if entry.get("closed") and last + self.horizon + self.retention <= clock:
-                    del store[key]  # evicted: past the horizon and the retention after it
-                    if index is self._live:
-                        evicted = store.get(EVICTED_BEFORE)
-                        if evicted is None or last > evicted:
-                            store[EVICTED_BEFORE] = last
-                    return
-                if not entry.get("closed") and last + self.horizon <= clock:
-                    entry = self._compact(entry)
+                while True:  # report, close, evict: as many steps as this clock allows at once
+                    out.extend(self._overdue(entry, clock))
+                    last = entry["last_received"]
+                    if entry.get("closed") and last + self.horizon + self.retention <= clock:
+                        del store[key]  # evicted: past the horizon and the retention after it
+                        if index is self._live:
+                            evicted = store.get(EVICTED_BEFORE)
+                            if evicted is None or last > evicted:
+                                store[EVICTED_BEFORE] = last
+                        return
+                    if not entry.get("closed") and last + self.horizon <= clock:
+                        entry = self._compact(entry)
+                    due = self._due(entry)
+                    if due is None or due > clock:
+                        break
                 store[key] = entry
-                due = self._due(entry)
                 if due is not None:
                     index.add(store, key, due)
 
