@@ -1,10 +1,12 @@
 """Which event ids each topic of the embedded log holds: the runtime's dedupe, on disk and derived from the log.
 
-`<data dir>/checkpoints/event-ids.sqlite` holds ids(topic, id) and progress(topic, indexed_to). Before a
-topic's ids are looked up, the records appended since `indexed_to` (by anyone: this runtime, a raw append,
-another process earlier) are read and indexed, so the index follows the log and a command reads only what
-is new. A lookup is an indexed query; memory does not grow with history. An index that is unreadable, of
-another format, or ahead of its log (a log restored from a copy) is moved aside and rebuilt from the log.
+`<data dir>/checkpoints/event-ids.sqlite` holds ids(topic, id) and progress(topic, indexed_to, readable).
+Before a topic's ids are looked up, the records appended since `indexed_to` (by anyone: this runtime, a
+raw append, another process earlier) are read and indexed, so the index follows the log and a command
+reads only what is new. A lookup is an indexed query; memory does not grow with history. An index that is
+unreadable or of another format is moved aside and rebuilt from the log; a topic whose log is behind the
+index (restored from a copy) or lost records since (`agenttwin log repair` moved a block to quarantine) is
+indexed again from offset 0, and `vanished()` names it so the runtime can rebuild what was derived from it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from streams.checkpoints import set_aside
 from streams.embedded_log import EmbeddedLog
 
-FORMAT = "agenttwin-event-ids/1"
+FORMAT = "agenttwin-event-ids/2"
 EVENT_ID_HEADER = "event_id"
 _CHUNK = 500  # ids per query (well under SQLite's variable limit)
 
@@ -30,7 +32,8 @@ class EventIdIndex:
         self.path = path
         self.log = log
         self._lock = threading.RLock()  # the receiver publishes from several threads
-        self._progress: dict[str, int] = {}
+        self._progress: dict[str, tuple[int, int]] = {}  # topic -> (indexed_to, readable records then)
+        self._vanished: set[str] = set()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = self._open()
@@ -51,12 +54,16 @@ class EventIdIndex:
                 db.execute("CREATE TABLE meta (format TEXT NOT NULL)")
                 db.execute("INSERT INTO meta VALUES (?)", (FORMAT,))
                 db.execute("CREATE TABLE ids (topic TEXT, id TEXT, PRIMARY KEY (topic, id)) WITHOUT ROWID")
-                db.execute("CREATE TABLE progress (topic TEXT PRIMARY KEY, indexed_to INTEGER NOT NULL)")
+                db.execute(
+                    "CREATE TABLE progress "
+                    "(topic TEXT PRIMARY KEY, indexed_to INTEGER NOT NULL, readable INTEGER NOT NULL)"
+                )
                 db.execute("COMMIT")
             (found,) = db.execute("SELECT format FROM meta").fetchone() or (None,)
             if found != FORMAT:
                 raise sqlite3.DatabaseError(f"format {found!r}, expected {FORMAT!r}")
-            self._progress = {str(t): int(n) for t, n in db.execute("SELECT topic, indexed_to FROM progress")}
+            rows = db.execute("SELECT topic, indexed_to, readable FROM progress")
+            self._progress = {str(t): (int(n), int(r)) for t, n, r in rows}
         except BaseException:
             db.close()
             raise
@@ -65,6 +72,13 @@ class EventIdIndex:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def vanished(self) -> set[str]:
+        """Topics that lost records since they were indexed (checked for every topic of the log)."""
+        with self._lock:
+            for topic in self.log.topics():
+                self._catch_up(topic)
+            return set(self._vanished)
 
     def known(self, topic: str, event_ids: Sequence[str]) -> set[str]:
         """Those of `event_ids` the topic already holds."""
@@ -81,40 +95,54 @@ class EventIdIndex:
     def appended(self, topic: str, event_ids: Sequence[str], offsets: range) -> None:
         """Record ids just appended at `offsets` (right after the append returned)."""
         with self._lock:
-            if self._progress.get(topic, 0) != offsets.start:
+            indexed_to, readable = self._progress.get(topic, (0, 0))
+            if indexed_to != offsets.start:
                 self._catch_up(topic)  # someone else appended in between: read it all from the log
                 return
-            self._insert(topic, event_ids, offsets.stop)
+            self._insert(topic, event_ids, offsets.stop, readable + len(offsets))
 
-    def _insert(self, topic: str, event_ids: Sequence[str], indexed_to: int) -> None:
+    def _insert(self, topic: str, event_ids: Sequence[str], indexed_to: int, readable: int) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO ids (topic, id) VALUES (?, ?)", [(topic, i) for i in event_ids])
-            self._db.execute("INSERT OR REPLACE INTO progress (topic, indexed_to) VALUES (?, ?)", (topic, indexed_to))
+            self._db.execute(
+                "INSERT OR REPLACE INTO progress (topic, indexed_to, readable) VALUES (?, ?, ?)",
+                (topic, indexed_to, readable),
+            )
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._progress[topic] = indexed_to
+        self._progress[topic] = (indexed_to, readable)
 
     def _catch_up(self, topic: str) -> None:
-        start = self._progress.get(topic, 0)
-        end = self.log.end_offset(topic)
-        if start == end:
+        start, readable = self._progress.get(topic, (0, 0))
+        end, now_readable = self.log.end_offset(topic), self.log.readable(topic)
+        if start == end and readable == now_readable:
             return
-        if start > end:  # the index knows records the log does not have: never trust it for this topic
-            _log.warning("%s: event-id index of topic %s is ahead of its log (%d > %d); re-indexing the topic",
-                         self.path, topic, start, end)  # fmt: skip
-            self._db.execute("DELETE FROM ids WHERE topic = ?", (topic,))
-            self._progress[topic] = start = 0
-        batch: list[str] = []
-        offset = start
+        if start <= end:
+            tail, count = self._ids_from(topic, start)
+            if readable + count == now_readable:  # grown by exactly the records past `start`
+                self._insert(topic, tail, end, now_readable)
+                return
+        # The log went back (restored from a copy) or lost records (repaired into quarantine).
+        _log.warning(
+            "%s: topic %s has %d readable records up to offset %d, the event-id index knew %d up to %d; "
+            "indexing the topic again",
+            *(self.path, topic, now_readable, end, readable, start),
+        )
+        self._vanished.add(topic)
+        self._db.execute("DELETE FROM ids WHERE topic = ?", (topic,))
+        every, count = self._ids_from(topic, 0)
+        self._insert(topic, every, end, count)
+
+    def _ids_from(self, topic: str, start: int) -> tuple[list[str], int]:
+        """The event ids of the records from `start` on, and how many records there were."""
+        found: list[str] = []
+        count = 0
         for record in self.log.read(topic, start):
+            count += 1
             event_id = record.headers.get(EVENT_ID_HEADER)
             if event_id:
-                batch.append(event_id)
-            offset = record.offset + 1
-            if len(batch) >= 5000:
-                self._insert(topic, batch, offset)
-                batch = []
-        self._insert(topic, batch, max(offset, end))
+                found.append(event_id)
+        return found, count

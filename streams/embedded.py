@@ -159,6 +159,7 @@ class EmbeddedRuntime:
         try:
             self.schemas = schemas or SchemaStore.from_directory(AVRO_DIR)
             self._ids = EventIdIndex(self.checkpoint_dir / "event-ids.sqlite", self.log)
+            self._forget_checkpoints_if_records_vanished()
             # a torn tail that held records was cut into quarantine on open: say so where people look
             self.publish(
                 quarantine_dead_letter(r.quarantined, "log-open")
@@ -174,6 +175,18 @@ class EmbeddedRuntime:
     @property
     def checkpoint_dir(self) -> Path:
         return self.data_dir / CHECKPOINT_DIR
+
+    def _forget_checkpoints_if_records_vanished(self) -> None:
+        """Records moved to quarantine (`agenttwin log repair`) may be outputs nobody derives again from a
+        checkpoint past them: every stateful processor then rebuilds from offset 0, as without checkpoints."""
+        vanished = self._ids.vanished()
+        if not vanished:
+            return
+        for path in sorted(self.checkpoint_dir.glob("*.sqlite")):
+            if path.name != "event-ids.sqlite":
+                aside = set_aside(path)
+                _log.warning("records of %s left the log; %s is kept as %s and its processor rebuilds from offset 0",
+                             ", ".join(sorted(vanished)), path.name, aside.name)  # fmt: skip
 
     def close(self) -> None:
         self._ids.close()

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
+from agenttwin.cli import main
 from agenttwin.pipeline import PipelineStats, evaluation_request, judge_refiner, open_embedded, run_pipeline
 from agenttwin.settings import Settings
 from consumers.projections import snapshot
 from evaluation.versions import DEFAULT_EVALUATOR_SET
+from streams._avro_container import parse_header, scan_blocks
 from streams.embedded import EmbeddedRuntime
 from streams.events import EvaluationRequested
 from streams.processors import Comparator, Grader, OutcomeJoin
@@ -184,3 +186,34 @@ def test_an_untrusted_checkpoint_is_set_aside_and_rebuilt_with_a_warning(
     # and the new checkpoint is trusted by the next command
     again, _ = _command(tmp_path, None)
     assert again.run.rebuilt == [] and sum(again.run.consumed.values()) == 0
+
+
+def test_records_repaired_into_quarantine_are_derived_again(
+    tmp_path: Path, rebuilt: tuple[Path, list[PipelineStats]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Checkpoints are past the records `log repair` moves to quarantine: the runtime notices the log lost
+    records, sets every checkpoint aside and rebuilds, so lost outputs are derived and appended again."""
+    for n in range(2):
+        _command(tmp_path, _request(n))
+    verdicts = tmp_path / "topics-log" / "topics" / "verdicts.avro"
+    data = verdicts.read_bytes()
+    header = parse_header(data, len(data))
+    blocks, _ = scan_blocks(data, header.data_start, len(data), header.sync)
+    last = blocks[-1]  # verdicts of the second evaluation
+    damaged = bytearray(data)
+    damaged[last.body_position + last.body_size // 2] ^= 0x10
+    verdicts.write_bytes(bytes(damaged))
+    assert main(["log", "repair", "--data-dir", str(tmp_path)]) == 0
+    lost = _records(tmp_path)["verdicts"]
+    with caplog.at_level(logging.WARNING):
+        stats, gained = _command(tmp_path, _request(1))  # the same request again: normally a no-op
+    assert any("left the log" in r.getMessage() for r in caplog.records), caplog.text
+    assert gained["verdicts"] == last.count  # exactly the quarantined verdicts, appended again
+    assert f"grader-{VERSION}" in stats.run.consumed
+    reference_root, _ = rebuilt
+
+    def verdict_ids(root: Path) -> list[str]:
+        return sorted(headers["event_id"] for _k, _v, headers in _records(root)["verdicts"])
+
+    assert len(lost) < len(_records(tmp_path)["verdicts"])
+    assert verdict_ids(tmp_path) == verdict_ids(reference_root)
