@@ -19,9 +19,9 @@ from pathlib import Path
 
 from streams.checkpoints import set_aside
 from streams.embedded_log import EmbeddedLog
+from streams.identity import EVENT_ID_HEADER
 
 FORMAT = "agenttwin-event-ids/2"
-EVENT_ID_HEADER = "event_id"
 _CHUNK = 500  # ids per query (well under SQLite's variable limit)
 
 _log = logging.getLogger(__name__)

@@ -46,9 +46,9 @@ __all__ = [
     "EmbeddedRuntime",
     "Progress",
     "RunStats",
-    "state_tag",
     "dead_letter",
     "encode_bytes",
+    "state_tag",
 ]
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_EVERY = 5000  # changed store keys held in memory before a checkpoint is committed anyway
