@@ -17,7 +17,11 @@ from agenttwin.kafka_args import add_naming_args, add_worker_parser
 DEFAULT_SEED = 42
 AGENT_SPEC_HELP = (
     "demo:<version>[+anthropic[/<model>]] | script:<path> | airline:careful|careless | "
-    "http://host:port[?timeout=S][#VERSION] | python:module:attr"
+    "http://host:port[?timeout=S][&name=NAME][#VERSION] | python:module:attr"
+)
+NAME_HELP = (
+    "an HTTP agent's display name (default: the agent_name its replies give); its version is the #VERSION "
+    "or the reply's"
 )
 
 
@@ -60,14 +64,27 @@ def _parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="run one agent version over a suite and grade each case")
     sim.add_argument("--agent", required=True, metavar="SPEC", help=AGENT_SPEC_HELP)
+    sim.add_argument("--agent-name", metavar="NAME", help=NAME_HELP)
     _suite_args(sim)
     sim.add_argument("--evaluator-version", default=None, help="evaluator set (default: the current one)")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=commands.simulate)
 
+    mine = sub.add_parser("mine", help="turn a production trace with a verification into a scenario draft")
+    mine.add_argument("--trace", required=True, metavar="TRACE_ID", help="32 hex digits")
+    mine.add_argument("--tenant", help="the trace's tenant, when several tenants sent that trace id")
+    mine.add_argument("--twin", metavar="TWIN", help="twin file, or 'demo' (default)")
+    mine.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="where the scenario draft goes ('-': stdout)"
+    )
+    mine.add_argument("--data-dir", metavar="DIR", help="default $AGENTTWIN_DATA_DIR, else ~/.agenttwin")
+    mine.set_defaults(func=lazy("agenttwin.mine_cli", "mine"))
+
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
     ev.add_argument("--baseline", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careful)")
     ev.add_argument("--candidate", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careless)")
+    ev.add_argument("--baseline-name", metavar="NAME", help=NAME_HELP)
+    ev.add_argument("--candidate-name", metavar="NAME", help=NAME_HELP)
     _suite_args(ev)
     ev.add_argument("--evaluation-id", help="default: derived from the inputs")
     ev.add_argument(
@@ -108,7 +125,12 @@ def _parser() -> argparse.ArgumentParser:
     _kafka_arg(rp)
     rp.set_defaults(func=lazy("agenttwin.pipeline_commands", "replay"))
 
-    q = sub.add_parser("sql", help="query the ClickHouse projections")
+    rb = sub.add_parser("rebuild", help="drop the ClickHouse projections and project every topic again from offset 0")
+    _data_dir_arg(rb)
+    _kafka_arg(rb)
+    rb.set_defaults(func=lazy("agenttwin.pipeline_commands", "rebuild"))
+
+    q = sub.add_parser("sql", help="query the ClickHouse projections (read-only)")
     q.add_argument("query", metavar="SQL")
     q.add_argument("--format", choices=("table", "json", "csv"), default="table")
     _data_dir_arg(q)

@@ -122,8 +122,10 @@ def _load_twin(spec: str | None) -> Any:
 
 
 def simulate(args: argparse.Namespace) -> int:
+    from agenttwin.pipeline_commands import checked_agent_spec
     from agenttwin.runs import simulate_agent
 
+    args.agent = checked_agent_spec(args.agent, getattr(args, "agent_name", None), "agent")
     report = simulate_agent(
         args.agent, suite=args.suite, twin=args.twin, seed=args.seed, evaluator_version=args.evaluator_version
     )

@@ -21,7 +21,6 @@ from agenttwin.kafka_args import ALL_KINDS, add_naming_args, add_worker_parser  
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
-from consumers.embedded_sink import SINK_GROUP
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
@@ -232,7 +231,7 @@ def worker_inputs(workers: Sequence[Worker]) -> dict[str, tuple[str, ...]]:
         elif isinstance(w, PlannerLoop):
             groups[w.planner.name] = w.planner.inputs
         elif isinstance(w, SinkLoop):
-            groups[SINK_GROUP] = tuple(t.name for t in ALL_TOPICS)
+            groups[w.group_name] = tuple(t.name for t in ALL_TOPICS)  # one group per warehouse
     return groups
 
 
@@ -343,8 +342,11 @@ def sync_warehouse_from_kafka(
     bootstrap: str, warehouse: Warehouse, *, naming: Naming | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> int:
     """Run the ClickHouse sink until it has read every topic to its end; returns the rows it sent."""
+    from consumers.sink import ensure_schema
+
     naming = naming or Naming()
     ensure_topics(bootstrap, naming)
+    ensure_schema(warehouse)  # a table missing under recorded progress stops here, in one line
     sink = SinkLoop(bootstrap, naming, warehouse)
 
     async def run() -> None:
@@ -353,6 +355,16 @@ def sync_warehouse_from_kafka(
 
     asyncio.run(run())
     return sink.rows
+
+
+def rebuild_from_kafka(
+    bootstrap: str, warehouse: Warehouse, *, naming: Naming | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> int:
+    """Drop the warehouse's projections and offsets, then sink every topic from offset 0; returns the rows."""
+    from consumers.sink import drop_projections
+
+    drop_projections(warehouse)
+    return sync_warehouse_from_kafka(bootstrap, warehouse, naming=naming, timeout_s=timeout_s)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,13 +152,15 @@ def report_from_events(events: Sequence[Event], evaluation_id: str, evaluator_ve
             and e.evaluator_version == evaluator_version
         ):
             sides[e.side][e.case_id] = graded_from_verdict(e)
+    baseline_agent = side_label(sides[BASELINE].values(), pair.baseline_agent)
+    candidate_agent = side_label(sides[CANDIDATE].values(), pair.candidate_agent)
     if pair.trials > 1:
         from evaluation.trials import build_trials_report
 
         return build_trials_report(
             evaluation_id=evaluation_id,
-            baseline_agent=pair.baseline_agent,
-            candidate_agent=pair.candidate_agent,
+            baseline_agent=baseline_agent,
+            candidate_agent=candidate_agent,
             run_seed=pair.run_seed,
             evaluator_version=evaluator_version,
             trials=pair.trials,
@@ -168,14 +170,20 @@ def report_from_events(events: Sequence[Event], evaluation_id: str, evaluator_ve
         )
     return build_report(
         evaluation_id=evaluation_id,
-        baseline_agent=pair.baseline_agent,
-        candidate_agent=pair.candidate_agent,
+        baseline_agent=baseline_agent,
+        candidate_agent=candidate_agent,
         run_seed=pair.run_seed,
         evaluator_version=evaluator_version,
         baseline_cases=list(sides[BASELINE].values()),
         candidate_cases=list(sides[CANDIDATE].values()),
         pair_id=pair.pair_id,
     )
+
+
+def side_label(cases: Iterable[GradedCase], spec: str) -> str:
+    """The name a side's cases give their agent (an HTTP agent's `name:version`), else its spec."""
+    labels = {graded.case.agent for graded in cases}
+    return labels.pop() if len(labels) == 1 else spec
 
 
 def report_for(

@@ -6,10 +6,12 @@ import argparse
 import csv
 import io
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from agenttwin.cells import json_value, text_cell
 from agenttwin.errors import CliError
 from agenttwin.pipeline import (
     Embedded,
@@ -31,6 +33,7 @@ from agenttwin.report_commands import (
     kafka_store,
 )
 from agenttwin.settings import Settings, load_settings
+from consumers.clickhouse import qualified
 from consumers.clickhouse import sql_literal as lit
 from evaluation.pairing import MAX_TRIALS
 from evaluation.redaction import SecretMask
@@ -83,13 +86,12 @@ def _version(value: str | None) -> str:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from producers.agents.registry import check_agent_spec
-
     version = _version(args.evaluator_version)
     check_report_targets(args)
     _check_trials_and_concurrency(args)
-    check_agent_spec(args.baseline)  # a bad spec or a missing model key stops here, before any case runs
-    check_agent_spec(args.candidate)
+    # a bad spec, a missing model key or an HTTP agent's URL that leads to no agent stops here, before any case
+    args.baseline = checked_agent_spec(args.baseline, getattr(args, "baseline_name", None), "baseline")
+    args.candidate = checked_agent_spec(args.candidate, getattr(args, "candidate_name", None), "candidate")
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
@@ -144,6 +146,18 @@ def evaluate(args: argparse.Namespace) -> int:
         doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
         epilogue = after_evaluate(args, embedded_store(emb), request.evaluation_id, version)
     return _print_evaluation(args, doc, epilogue)
+
+
+def checked_agent_spec(spec: str, name: str | None, role: str) -> str:
+    """The spec to run (with the operator's display name), once it resolved and its HTTP agent answered."""
+    from producers.agents.registry import check_agent_spec, with_agent_name
+
+    if name is not None:
+        spec = with_agent_name(spec, name)
+    note = check_agent_spec(spec, role)
+    if note:
+        print(f"agenttwin: {note}; evaluating anyway", file=sys.stderr)
+    return spec
 
 
 def _print_evaluation(args: argparse.Namespace, doc: dict[str, Any], epilogue: Epilogue) -> int:
@@ -262,7 +276,7 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
     for request in requests:
         eid = request.evaluation_id
         rows = wh.query(
-            "SELECT scenario_name, classification, reason FROM v_comparisons "
+            f"SELECT scenario_name, classification, reason FROM {qualified(wh, 'v_comparisons')} "
             f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} ORDER BY scenario_name"
         ).rows
         counts: dict[str, int] = {}
@@ -272,7 +286,7 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
         out(table(["scenario", "classification", "reason"], [list(r) for r in rows], max_width=90))
         out("   " + _counts_line({k: counts[k] for k in _WORDS if k in counts}))
         divs = wh.query(
-            "SELECT scenario_name, divergence_summary, divergence_impact FROM v_comparisons "
+            f"SELECT scenario_name, divergence_summary, divergence_impact FROM {qualified(wh, 'v_comparisons')} "
             f"WHERE evaluation_id = {lit(eid)} AND evaluator_version = {lit(version)} "
             "AND classification != 'UNCHANGED' AND divergence_summary IS NOT NULL ORDER BY scenario_name"
         ).rows
@@ -286,7 +300,8 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
     evaluations = ", ".join(lit(r.evaluation_id) for r in requests)  # only the demo's own, whoever else shares the log
     alerts = wh.query(
         "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail, c.secrets "
-        "FROM v_contradictions AS k LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
+        f"FROM {qualified(wh, 'v_contradictions')} AS k LEFT JOIN {qualified(wh, 'cases')} AS c FINAL "
+        "ON c.case_id = k.case_id "
         f"WHERE k.evaluator_version = {lit(version)} AND k.evaluation_id IN ({evaluations}) "
         "ORDER BY k.agent, k.scenario_name, k.case_id"
     ).rows
@@ -337,7 +352,8 @@ def replay(args: argparse.Namespace) -> int:
 def _print_verdicts_by_version(wh: Any) -> None:
     rows = wh.query(
         "SELECT evaluator_version, countIf(status = 'PASSED') AS passed, countIf(status = 'FAILED') AS failed, "
-        "countIf(status = 'ERRORED') AS errored FROM v_verdicts_by_evaluator GROUP BY evaluator_version "
+        f"countIf(status = 'ERRORED') AS errored FROM {qualified(wh, 'v_verdicts_by_evaluator')} "
+        "GROUP BY evaluator_version "
         "ORDER BY evaluator_version"
     ).rows
     out("Verdicts by evaluator version (earlier versions stay):")
@@ -345,6 +361,7 @@ def _print_verdicts_by_version(wh: Any) -> None:
 
 
 def sql(args: argparse.Namespace) -> int:
+    """A person's query, read-only (consumers/clickhouse/read_only.py), after projecting anything new."""
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
@@ -352,25 +369,54 @@ def sql(args: argparse.Namespace) -> int:
 
         with _kafka_warehouse(args, settings) as wh:
             sync_warehouse_from_kafka(bootstrap, wh, naming=naming_for(args, settings))  # project anything new first
-            result = wh.query(args.query)
+            result = wh.read_only_query(args.query)
     else:
         _, emb = _open(args)
         with emb:
             from consumers.embedded_sink import sync
 
             sync(emb.runtime, emb.warehouse)  # project anything new first
-            result = emb.warehouse.query(args.query)
-    rows = [list(r) for r in result.rows]
-    if args.format == "json":
-        out(to_json([dict(zip(result.columns, r, strict=True)) for r in rows]).replace("\n", "\n"))
-    elif args.format == "csv":
+            result = emb.warehouse.read_only_query(args.query)
+    out(render_rows(list(result.columns), [list(r) for r in result.rows], args.format))
+    return 0
+
+
+def render_rows(columns: list[str], rows: list[list[Any]], fmt: str) -> str:
+    """Query rows as a table, JSON (one object per row) or CSV; every ClickHouse type renders (cells.py)."""
+    if fmt == "json":
+        return to_json([dict(zip(columns, (json_value(v) for v in row), strict=True)) for row in rows])
+    if fmt == "csv":
         buf = io.StringIO()
-        writer = csv.writer(buf)
-        writer.writerow(result.columns)
-        writer.writerows(rows)
-        out(buf.getvalue().rstrip("\n"))
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([text_cell(v) for v in row] for row in rows)
+        return buf.getvalue().rstrip("\n")
+    return table(columns, [[text_cell(v) for v in row] for row in rows], max_width=120)
+
+
+def rebuild(args: argparse.Namespace) -> int:
+    """Drop the projections and project every topic again from offset 0 into the same warehouse."""
+    from consumers.projections import TABLE_BY_EVENT, snapshot
+
+    settings = load_settings()
+    bootstrap = _kafka(args, settings)
+    if bootstrap:
+        from agenttwin.kafka_cli import naming_for, rebuild_from_kafka
+
+        with _kafka_warehouse(args, settings) as wh:
+            rows = rebuild_from_kafka(bootstrap, wh, naming=naming_for(args, settings))
+            counts = {t: len(r) for t, r in snapshot(wh).items()}
+            where = f"{bootstrap} into {wh.database}"
     else:
-        out(table(list(result.columns), rows, max_width=120))
+        from consumers.embedded_sink import rebuild as rebuild_embedded
+
+        _, emb = _open(args)
+        with emb:
+            rows = rebuild_embedded(emb.runtime, emb.warehouse).rows
+            counts = {t: len(r) for t, r in snapshot(emb.warehouse).items()}
+            where = f"{emb.runtime.data_dir / 'topics-log'} into {emb.warehouse.database}"
+    out(f"Rebuilt the projections from offset 0 of the topics ({where}): {rows} rows projected.")
+    out(table(["table", "rows"], [[t, counts[t]] for t in sorted(TABLE_BY_EVENT.values())]))
     return 0
 
 
@@ -502,7 +548,7 @@ def review(args: argparse.Namespace) -> int:
         emb.runtime.publish([event])
         run_pipeline(emb, [version], judge_refiner(settings), simulate=False)
         row = emb.warehouse.query(
-            "SELECT classification, reason FROM v_comparisons "
+            f"SELECT classification, reason FROM {qualified(emb.warehouse, 'v_comparisons')} "
             f"WHERE evaluation_id = {lit(args.evaluation_id)} AND scenario_name = {lit(args.scenario)} "
             f"AND evaluator_version = {lit(version)}"
         ).rows

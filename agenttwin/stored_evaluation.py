@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from consumers.clickhouse import Warehouse
+from consumers.clickhouse import Warehouse, qualified
 from consumers.clickhouse import sql_literal as lit
 from evaluation.codec import graded_from_dict
 from evaluation.gate import GateContradiction
@@ -82,7 +82,7 @@ def load_stored(
     where = f"evaluation_id = {lit(evaluation_id)} AND evaluator_version = {lit(evaluator_version)}"
     comparisons = warehouse.query(
         "SELECT scenario_name, baseline_agent, candidate_agent, occurred_at, document_json "
-        f"FROM comparisons FINAL WHERE {where} ORDER BY scenario_name"
+        f"FROM {qualified(warehouse, 'comparisons')} FINAL WHERE {where} ORDER BY scenario_name"
     ).rows
     if not comparisons:
         raise NotStoredError(
@@ -90,12 +90,13 @@ def load_stored(
             "(run `agenttwin evaluate` first, with the same --data-dir)"
         )
     pair = warehouse.query(
-        f"SELECT run_seed, * FROM pairs FINAL WHERE evaluation_id = {lit(evaluation_id)} LIMIT 1"
+        f"SELECT run_seed, * FROM {qualified(warehouse, 'pairs')} FINAL WHERE evaluation_id = {lit(evaluation_id)} "
+        "LIMIT 1"
     ).as_dicts()
     rows = warehouse.query(
         "SELECT k.scenario_name, c.side, k.agent, k.claimed_status, k.verified_status, k.detail, k.case_id, "
-        "c.output, k.tool, k.trace_id, k.occurred_at, c.secrets FROM contradictions AS k FINAL "
-        "LEFT JOIN cases AS c FINAL ON c.case_id = k.case_id "
+        f"c.output, k.tool, k.trace_id, k.occurred_at, c.secrets FROM {qualified(warehouse, 'contradictions')} AS k "
+        f"FINAL LEFT JOIN {qualified(warehouse, 'cases')} AS c FINAL ON c.case_id = k.case_id "
         f"WHERE k.kind = 'contradiction' AND k.evaluation_id = {lit(evaluation_id)} "
         f"AND k.evaluator_version = {lit(evaluator_version)} ORDER BY k.scenario_name, k.case_id"
     ).rows
@@ -118,7 +119,7 @@ def load_stored(
     graded: dict[str, GradedCase] = {}
     if with_cases:
         for case_id, graded_json in warehouse.query(
-            f"SELECT case_id, graded_json FROM verdicts FINAL WHERE {where} ORDER BY case_id"
+            f"SELECT case_id, graded_json FROM {qualified(warehouse, 'verdicts')} FINAL WHERE {where} ORDER BY case_id"
         ).rows:
             graded[str(case_id)] = graded_from_dict(json.loads(graded_json))
     first = comparisons[0]
@@ -140,7 +141,7 @@ def load_stored(
 def latest_gate_decision(warehouse: Warehouse, evaluation_id: str, evaluator_version: str) -> dict[str, JSON] | None:
     rows = warehouse.query(
         "SELECT decision, summary, reasons_json, policy_name, policy_hash, policy_json, occurred_at "
-        "FROM gate_decisions FINAL "
+        f"FROM {qualified(warehouse, 'gate_decisions')} FINAL "
         f"WHERE evaluation_id = {lit(evaluation_id)} AND evaluator_version = {lit(evaluator_version)} "
         "ORDER BY occurred_at DESC, event_id DESC LIMIT 1"
     ).as_dicts()

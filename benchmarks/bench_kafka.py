@@ -24,7 +24,7 @@ from confluent_kafka import Consumer
 from agenttwin.kafka_cli import build_workers
 from agenttwin.pipeline import evaluation_request, judge_refiner
 from agenttwin.settings import Settings
-from consumers.clickhouse import ChdbWarehouse, Warehouse
+from consumers.clickhouse import ChdbWarehouse, Warehouse, qualified
 from consumers.projections import TABLE_BY_EVENT
 from consumers.sink import Delivered, ensure_schema, write_batch
 from streams.events import EvaluationRequested
@@ -56,7 +56,10 @@ def requests(n: int, run: str) -> list[EvaluationRequested]:
 
 
 def rows_in(warehouse: Warehouse) -> int:
-    return sum(int(warehouse.query(f"SELECT count() FROM {t}").rows[0][0]) for t in TABLE_BY_EVENT.values())
+    return sum(
+        int(warehouse.query(f"SELECT count() FROM {qualified(warehouse, t)}").rows[0][0])
+        for t in TABLE_BY_EVENT.values()
+    )
 
 
 def end_to_end(
@@ -70,7 +73,7 @@ def end_to_end(
     comparisons_wanted = 9 * len(reqs)
 
     def comparisons() -> int:
-        return int(warehouse.query("SELECT count() FROM comparisons").rows[0][0])
+        return int(warehouse.query(f"SELECT count() FROM {qualified(warehouse, 'comparisons')}").rows[0][0])
 
     async def run() -> float:
         async with WorkerGroup(workers) as group:

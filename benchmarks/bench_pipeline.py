@@ -94,7 +94,7 @@ def main() -> None:
                     by_table[table].append(row_of(event))
                     cols[table] = columns_of(type(event))
             bulk = ChdbWarehouse(root / "clickhouse", database="bench_raw")
-            bulk.execute(ddl())
+            bulk.execute(ddl(bulk.database))
             rows = sum(len(v) for v in by_table.values())
             started = time.perf_counter()
             for table, table_rows in by_table.items():

@@ -1,15 +1,16 @@
-"""Drive the ClickHouse sink over the embedded log: from the sink's committed offsets, in batches."""
+"""Drive the ClickHouse sink over the embedded log: from the warehouse's own offsets, in batches."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from consumers import sink_progress
 from consumers.clickhouse import Warehouse
-from consumers.sink import Delivered, ensure_schema, write_batch
+from consumers.sink import Delivered, drop_projections, ensure_schema, sink_batch
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
 from streams.topics import ALL_TOPICS
 
-SINK_GROUP = "clickhouse-sink"
+SINK_GROUP = "clickhouse-sink"  # the sink's stage name in dead letters (its progress is in the warehouse)
 
 
 @dataclass
@@ -19,26 +20,37 @@ class SinkStats:
 
 
 def sync(runtime: EmbeddedRuntime, warehouse: Warehouse, *, batch_size: int = 5000) -> SinkStats:
-    """Project every topic's new events into ClickHouse; commit each batch only after it is inserted."""
+    """Project every topic's events the warehouse does not hold yet (a new warehouse: all of them).
+
+    Each batch is recorded in the warehouse's `sink_offsets` around its insert; a batch left unfinished
+    by a crash is redone first, exactly, so no row is ever inserted twice."""
     ensure_schema(warehouse)
+    source = sink_progress.EMBEDDED_SOURCE
+    positions = sink_progress.load(warehouse, source)
     stats = SinkStats()
     for topic in ALL_TOPICS:  # dead-letters last, so letters written below are projected in this pass
         if topic.name not in runtime.log.topics():
             continue
+        position = positions.get((topic.name, 0))
+        start = 0 if position is None else position.first if not position.done else position.next
+        redo_end = position.next if position is not None and not position.done else None
         batch: list[Delivered] = []
-        start = next_offset = runtime.log.committed(SINK_GROUP, topic.name)
+        first = end = start
         for record in runtime.log.read(topic.name, start):
-            next_offset = record.offset + 1
             try:
                 batch.append(Delivered(topic.name, 0, record.offset, runtime.decode(record)))
-            except DecodeError as exc:
+            except DecodeError as exc:  # the letter's id is fixed by its offset: a redo appends nothing new
                 stats.dead_letters += runtime.publish([dead_letter(SINK_GROUP, exc.reason, str(exc), record)])
-            if len(batch) >= batch_size:
-                stats.rows += write_batch(warehouse, batch)
-                runtime.log.commit(SINK_GROUP, topic.name, record.offset + 1)
-                batch = []
-        if batch:
-            stats.rows += write_batch(warehouse, batch)
-        if next_offset > start:
-            runtime.log.commit(SINK_GROUP, topic.name, next_offset)
+            end = record.offset + 1
+            if end == redo_end or (redo_end is None and end - first >= batch_size):
+                stats.rows += sink_batch(warehouse, source, batch, {(topic.name, 0): (first, end)})
+                batch, first, redo_end = [], end, None
+        if end > first:
+            stats.rows += sink_batch(warehouse, source, batch, {(topic.name, 0): (first, end)})
     return stats
+
+
+def rebuild(runtime: EmbeddedRuntime, warehouse: Warehouse) -> SinkStats:
+    """Drop the projections and their offsets, then project every topic again from offset 0."""
+    drop_projections(warehouse)
+    return sync(runtime, warehouse)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import re
 from typing import Any
 
+from consumers.clickhouse import Warehouse, qualified
+from consumers.clickhouse._values import quote_identifier
 from schemas import CLICKHOUSE_DIR
 from streams.events import (
     CaseFinished,
@@ -45,7 +48,9 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     GateDecided: "gate_decisions",
     DeadLettered: "dead_letters",
 }
-DDL_FILES = ("tables.sql", "views.sql")
+DDL_FILES = ("tables.sql", "views.sql", "sink.sql")
+SINK_TABLES = ("sink_offsets", "sink_identity")
+_CREATED = re.compile(r"CREATE (TABLE|VIEW) IF NOT EXISTS (\w+)")
 
 
 def columns_of(event_type: type[Event]) -> list[str]:
@@ -61,14 +66,37 @@ def row_of(event: Event) -> list[Any]:
     return row
 
 
-def ddl() -> str:
+def ddl_text() -> str:
+    """The DDL files as written (unqualified names, readable on their own)."""
     return "\n".join((CLICKHOUSE_DIR / name).read_text(encoding="utf-8") for name in DDL_FILES)
 
 
-def snapshot(warehouse: Any, tables: list[str] | None = None) -> dict[str, list[tuple[Any, ...]]]:
-    """Every projection table's rows after FINAL, in a stable order: what "identical tables" compares."""
+def view_names() -> list[str]:
+    return [name for kind, name in _CREATED.findall(ddl_text()) if kind == "VIEW"]
+
+
+def ddl(database: str) -> str:
+    """The DDL with every table and view it creates or reads named `database`.`name`: no statement
+    depends on a connection's current database (views bind the tables they read when created)."""
+    text = ddl_text()
+    names = {name for _kind, name in _CREATED.findall(text)}
+    quote_identifier(database)
+
+    def qualify(match: re.Match[str]) -> str:
+        name = match.group(2)
+        return f"{match.group(1)}{quote_identifier(f'{database}.{name}')}" if name in names else match.group(0)
+
+    text = re.sub(r"(CREATE (?:TABLE|VIEW) IF NOT EXISTS |ALTER TABLE )(\w+)", qualify, text)
+    return re.sub(r"(\b(?:FROM|JOIN)\s+)(\w+)\b", qualify, text)
+
+
+def snapshot(
+    warehouse: Warehouse, tables: list[str] | None = None, *, final: bool = True
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Every projection table's rows in a stable order, after FINAL (what "identical tables" compares) or
+    as stored (final=False: a duplicate row shows)."""
     out: dict[str, list[tuple[Any, ...]]] = {}
     for table in tables or sorted(TABLE_BY_EVENT.values()):
-        result = warehouse.query(f"SELECT * FROM {table} FINAL ORDER BY ALL")
+        result = warehouse.query(f"SELECT * FROM {qualified(warehouse, table)}{' FINAL' if final else ''} ORDER BY ALL")
         out[table] = [tuple(row) for row in result.rows]
     return out

@@ -18,6 +18,10 @@ RESULT_STATUSES = (PASS, FAIL, ERROR, SKIPPED)
 
 # The label of a SKIPPED result whose judge looked and could not decide: the case can never pass on it.
 JUDGE_UNDECIDED = "JUDGE_UNDECIDED"
+# The label of a SKIPPED result no judge looked at because the run's judge budget was spent: an
+# expectation the scenario asked for went unchecked, so the case can never pass on it either.
+JUDGE_BUDGET_SPENT = "JUDGE_BUDGET_SPENT"
+UNJUDGED_LABELS = (JUDGE_UNDECIDED, JUDGE_BUDGET_SPENT)
 
 PASSED = "PASSED"
 FAILED = "FAILED"

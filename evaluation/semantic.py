@@ -3,7 +3,8 @@
 PASS needs the judge's label `pass` AND a score at or above the threshold. A judge that cannot answer
 (error, refusal, garbage, too slow) gives ERROR with no score: never a zero, never a default pass. A
 judge that answers it cannot decide (the offline judge, `undecided`) gives SKIPPED with the label
-JUDGE_UNDECIDED and no score; the verdict never counts such a case as passed (evaluation.verdict).
+JUDGE_UNDECIDED and no score; past the run's judge budget a semantic result is SKIPPED with the label
+JUDGE_BUDGET_SPENT. The verdict never counts either as passed (evaluation.verdict).
 Deterministic results are never touched; the side's verdict and verified outcome are recomputed.
 """
 
@@ -27,6 +28,7 @@ from evaluation.redaction import case_mask
 from evaluation.results import (
     ERROR,
     FAIL,
+    JUDGE_BUDGET_SPENT,
     JUDGE_UNDECIDED,
     PASS,
     SKIPPED,
@@ -182,6 +184,7 @@ class _Grader:
                 return result(
                     SKIPPED,
                     f"Not judged: this run's judge budget is spent ({spent}).",
+                    label=JUDGE_BUDGET_SPENT,
                     evidence=(config,),
                     details=details,
                 )

@@ -3,7 +3,8 @@
 - FAILED when anything failed; the reason is the first critical failure's (else the first
   failure's), plus " (+N more failed expectation(s))".
 - Else ERRORED when anything errored, a critical expectation was skipped, a judge could not decide
-  (a SKIPPED result labelled JUDGE_UNDECIDED), the scenario has no expectations, or nothing was
+  (a SKIPPED result labelled JUDGE_UNDECIDED), a semantic expectation went unjudged because the run's
+  judge budget was spent (labelled JUDGE_BUDGET_SPENT), the scenario has no expectations, or nothing was
   evaluated. An ERRORED case is never a pass and never a zero.
 - Else PASSED: "All N evaluated expectation(s) passed." + " M were skipped."
 """
@@ -18,10 +19,10 @@ from evaluation.results import (
     ERRORED,
     FAIL,
     FAILED,
-    JUDGE_UNDECIDED,
     PASS,
     PASSED,
     SKIPPED,
+    UNJUDGED_LABELS,
     CaseVerdict,
     ExpectationResult,
 )
@@ -45,9 +46,9 @@ def case_verdict(results: Sequence[ExpectationResult], evaluator_version: str) -
         status, reason = FAILED, first.reason + _more(len(fails) - 1, "failed")
     elif errors:
         status, reason = ERRORED, errors[0].reason + _more(len(errors) - 1, "errored")
-    elif undecided := [r for r in skips if r.label == JUDGE_UNDECIDED]:
-        first = undecided[0]
-        extra = _more(len(undecided) - 1, "undecided")
+    elif unjudged := [r for r in skips if r.label in UNJUDGED_LABELS]:
+        first = unjudged[0]
+        extra = _more(len(unjudged) - 1, "unjudged")
         status, reason = ERRORED, f"Expectation {first.expectation.id} was not decided: {first.reason}{extra}"
     elif all(is_finding(r) for r in results):  # the grader's own findings are no expectations
         status, reason = ERRORED, "The scenario has no expectations."

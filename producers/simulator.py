@@ -91,7 +91,7 @@ def simulate_case(
         twin_name=twin.name,
         twin_hash=twin.hash,
         case_seed=case_seed,
-        agent=agent_spec,
+        agent=agent_label(agent, agent_spec),
         agent_version=agent.version,
         severity=scenario.severity,
         tags=tuple(scenario.tags),
@@ -148,6 +148,13 @@ def simulate_suite(
     finally:
         close_agent(agent)
     return runs
+
+
+def agent_label(agent: Agent, spec: str) -> str:
+    """What the case names its agent by: an HTTP agent's `name:version` (from its replies or the operator,
+    never its URL), else the spec itself (`demo:1.3.0`)."""
+    label = getattr(agent, "label", None)
+    return label if isinstance(label, str) and label else spec
 
 
 def close_agent(agent: Agent) -> None:

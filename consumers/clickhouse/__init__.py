@@ -2,7 +2,14 @@
 
 from consumers.clickhouse._values import string_literal as sql_literal
 from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE, ChdbWarehouse, bound_chdb_path
-from consumers.clickhouse.contract import QueryResult, Warehouse, WarehouseError, split_sql_statements
+from consumers.clickhouse.contract import (
+    QueryResult,
+    ReadOnlyError,
+    Warehouse,
+    WarehouseError,
+    qualified,
+    split_sql_statements,
+)
 from consumers.clickhouse.factory import open_warehouse, resolve_chdb_path
 from consumers.clickhouse.server_warehouse import ServerSettings, ServerWarehouse, parse_server_url
 
@@ -10,6 +17,7 @@ __all__ = [
     "DEFAULT_DATABASE",
     "ChdbWarehouse",
     "QueryResult",
+    "ReadOnlyError",
     "ServerSettings",
     "ServerWarehouse",
     "Warehouse",
@@ -17,6 +25,7 @@ __all__ = [
     "bound_chdb_path",
     "open_warehouse",
     "parse_server_url",
+    "qualified",
     "resolve_chdb_path",
     "split_sql_statements",
     "sql_literal",

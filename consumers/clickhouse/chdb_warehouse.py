@@ -3,9 +3,14 @@
 chDB runs one embedded server per process, bound to one directory; a second directory in the same
 process fails (and a second process on the same directory fails to lock it). So this adapter keeps
 a process-wide binding: any number of `ChdbWarehouse`s may be open on the bound directory, each
-with its own chDB session (connection) whose current database is its own `database`; asking for a
-different directory while one is open raises `WarehouseError`. Isolate tests by database name, not
-by directory: one directory per test run, one database per test.
+with its own chDB session (connection); asking for a different directory while one is open raises
+`WarehouseError`. Isolate tests by database name, not by directory: one directory per test run, one
+database per test.
+
+No statement depends on a session's current database: the adapter never issues USE on its session,
+inserts name `database`.`table`, and the project's DDL and queries name their database too. A
+person's SQL (`read_only_query`) runs in a second session of its own, `readonly = 1`, whose default
+database is this warehouse's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Self
 
 from consumers.clickhouse._values import converter_for, json_compact_columns, quote_identifier, string_literal
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
+from consumers.clickhouse.read_only import checked_statement, is_readonly_refusal, refusal
 
 __all__ = ["DEFAULT_DATABASE", "ChdbWarehouse", "bound_chdb_path"]
 
@@ -66,12 +72,13 @@ class ChdbWarehouse:
         self._database = database
         self.path.mkdir(parents=True, exist_ok=True)
         self._session: Any = None  # chdb.session.Session; chdb is only partly typed
+        self._reader: Any = None  # the read-only session for people's SQL, opened on first use
+        self._reader_lock = threading.Lock()
         _bind(self.path)
         self._bound = True
         try:
             self._session = _new_session(str(self.path))
             self._run(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(database)} ENGINE = Atomic")
-            self._run(f"USE {quote_identifier(database)}")
             for statement in _SESSION_SETTINGS:
                 self._run(statement)
         except BaseException:
@@ -82,12 +89,15 @@ class ChdbWarehouse:
     def database(self) -> str:
         return self._database
 
-    def _run(self, sql: str, fmt: str = "CSV") -> Any:
-        if self._session is None:
+    def _run(self, sql: str, fmt: str = "CSV", session: Any = None) -> Any:
+        session = session if session is not None else self._session
+        if session is None:
             raise WarehouseError(f"chDB warehouse {self.path} ({self._database}) is closed")
         try:
-            return self._session.query(sql, fmt)
+            return session.query(sql, fmt)
         except RuntimeError as exc:  # chdb's ChdbError derives from RuntimeError
+            if session is self._reader and is_readonly_refusal(str(exc)):
+                raise refusal(str(exc)) from exc
             raise WarehouseError(f"chDB rejected {_excerpt(sql)}: {exc}") from exc
 
     def execute(self, sql: str) -> None:
@@ -102,29 +112,49 @@ class ChdbWarehouse:
         token = dedup_token if dedup_token is not None else f"untokened-{uuid.uuid4()}"
         column_list = ", ".join(quote_identifier(c) for c in columns)
         body = json_compact_columns(columns, rows)
+        target = table if "." in table else f"{self._database}.{table}"
         self._run(
-            f"INSERT INTO {quote_identifier(table)} ({column_list}) "
+            f"INSERT INTO {quote_identifier(target)} ({column_list}) "
             f"SETTINGS insert_deduplicate = 1, insert_deduplication_token = {string_literal(token)} "
             f"FORMAT JSONCompactColumns {body}"
         )
 
     def query(self, sql: str) -> QueryResult:
-        raw = self._run(sql, "JSONCompact").bytes()
-        if not raw.strip():
-            return QueryResult((), ())
-        document = json.loads(raw)
-        meta = document.get("meta", [])
-        columns = tuple(str(column["name"]) for column in meta)
-        converters = [converter_for(str(column["type"])) for column in meta]
-        if not any(converters):
-            return QueryResult(columns, tuple(tuple(row) for row in document["data"]))
-        rows = tuple(
-            tuple(value if convert is None else convert(value) for convert, value in zip(converters, row, strict=True))
-            for row in document["data"]
-        )
-        return QueryResult(columns, rows)
+        return _result(self._run(sql, "JSONCompact").bytes(), sql)
+
+    def read_only_query(self, sql: str) -> QueryResult:
+        reader = self._read_only_session()
+
+        def run(statement: str) -> list[str]:
+            rows = _result(self._run(statement, "JSONCompact", reader).bytes(), statement).rows
+            return [str(row[0]) for row in rows]
+
+        functions = run("SELECT name FROM system.table_functions")
+        canonical = checked_statement(sql, run, functions)
+        return _result(self._run(canonical, "JSONCompact", reader).bytes(), canonical)
+
+    def _read_only_session(self) -> Any:
+        with self._reader_lock:
+            if self._session is None:
+                raise WarehouseError(f"chDB warehouse {self.path} ({self._database}) is closed")
+            if self._reader is None:
+                reader = _new_session(str(self.path))
+                try:
+                    # settings first: once readonly = 1, no setting can change in this session
+                    for statement in (f"USE {quote_identifier(self._database)}", *_SESSION_SETTINGS):
+                        self._run(statement, session=reader)
+                    self._run("SET readonly = 1", session=reader)
+                except BaseException:
+                    reader.close()
+                    raise
+                self._reader = reader
+            return self._reader
 
     def close(self) -> None:
+        with self._reader_lock:
+            reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
         session, self._session = self._session, None
         if session is not None:
             session.close()
@@ -139,6 +169,26 @@ class ChdbWarehouse:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _result(raw: bytes, sql: str) -> QueryResult:
+    """A JSONCompact answer as rows of Python values (datetimes UTC-aware, like the server adapter's)."""
+    if not raw.strip():
+        return QueryResult((), ())
+    try:
+        document = json.loads(raw)
+    except ValueError as exc:  # e.g. the statement's own FORMAT clause replaced JSONCompact
+        raise WarehouseError(f"could not read the answer to {_excerpt(sql)} as JSON: {exc}") from exc
+    meta = document.get("meta", [])
+    columns = tuple(str(column["name"]) for column in meta)
+    converters = [converter_for(str(column["type"])) for column in meta]
+    if not any(converters):
+        return QueryResult(columns, tuple(tuple(row) for row in document["data"]))
+    rows = tuple(
+        tuple(value if convert is None else convert(value) for convert, value in zip(converters, row, strict=True))
+        for row in document["data"]
+    )
+    return QueryResult(columns, rows)
 
 
 def _new_session(path: str) -> Any:

@@ -9,8 +9,13 @@ Value mapping, identical in every adapter:
 Deduplication: a table with `SETTINGS non_replicated_deduplication_window = N` drops an insert whose
 `dedup_token` it has seen among the last N; without a token it would drop any insert whose *content*
 equals a recent one. Adapters therefore always send a token: the caller's (sink batches use
-`<topic>-<partition>-<first offset>-<last offset>`) or, for `dedup_token=None`, a fresh unique one,
-so an untokened insert is never silently lost.
+`<topic>-<partition>-<first offset>-<last offset>-<table>`) or, for `dedup_token=None`, a fresh unique
+one, so an untokened insert is never silently lost (the sink never sends None: consumers/sink.py).
+
+Databases: nothing depends on a connection's current database. Every statement the project issues
+names its database (`qualified(warehouse, "cases")`, `ddl(database)`); `insert` qualifies a bare table
+name itself. Only `read_only_query` (a person's SQL) runs with the warehouse database as its default,
+in a read-only session of its own.
 """
 
 from __future__ import annotations
@@ -20,11 +25,17 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-__all__ = ["QueryResult", "Warehouse", "WarehouseError", "split_sql_statements"]
+from consumers.clickhouse._values import quote_identifier
+
+__all__ = ["QueryResult", "ReadOnlyError", "Warehouse", "WarehouseError", "qualified", "split_sql_statements"]
 
 
 class WarehouseError(Exception):
     """A warehouse could not be opened or rejected a statement; the message names the statement."""
+
+
+class ReadOnlyError(WarehouseError):
+    """A read-only query that would write, or read files or the network: refused, nothing ran."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,12 @@ class Warehouse(Protocol):
         """Insert rows (one value per column, in order) as one block; see the module doc on tokens."""
 
     def query(self, sql: str) -> QueryResult:
-        """Run one SELECT (or SHOW/DESCRIBE) and return all rows."""
+        """Run one SELECT (or SHOW/DESCRIBE) the project wrote, naming its tables' database; all rows."""
+
+    def read_only_query(self, sql: str) -> QueryResult:
+        """Run a person's SQL read-only (ClickHouse `readonly = 1`) in a session of its own whose default
+        database is this warehouse's; writes and table functions touching files or the network raise
+        `ReadOnlyError` (consumers/clickhouse/read_only.py)."""
 
     def close(self) -> None:
         """Release the connection; idempotent."""
@@ -62,6 +78,11 @@ class Warehouse(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+def qualified(warehouse: Warehouse, name: str) -> str:
+    """`database`.`name` of a table or view in `warehouse`: how project SQL names what it reads."""
+    return quote_identifier(f"{warehouse.database}.{name}")
 
 
 def split_sql_statements(script: str) -> list[str]:

@@ -1,4 +1,9 @@
-"""ClickHouse server through clickhouse-connect (HTTP), with the same behaviour as the chDB adapter."""
+"""ClickHouse server through clickhouse-connect (HTTP), with the same behaviour as the chDB adapter.
+
+Like the chDB adapter, it relies on no default database: the main client has none, inserts name
+`database`.`table`, and a person's SQL goes through a second client of its own whose requests carry
+this warehouse's database and `readonly = 1`.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from consumers.clickhouse._values import check_rows, normalize_server_value, quote_identifier
 from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
+from consumers.clickhouse.read_only import checked_statement, is_readonly_refusal, refusal
 
 __all__ = ["ServerSettings", "ServerWarehouse", "parse_server_url"]
 
@@ -70,22 +76,22 @@ class ServerWarehouse:
         self.settings = settings
         self._database = database or settings.database
         quote_identifier(self._database)
-        import clickhouse_connect  # imported on first use, like chDB
-
+        self._reader: Any = None  # the read-only client for people's SQL, opened on first use
         try:
-            self._client: Any = clickhouse_connect.get_client(
-                host=settings.host,
-                port=settings.port,
-                username=settings.username,
-                password=settings.password,
-                secure=settings.secure,
-            )
+            self._client: Any = self._connect()
             self._client.command(
                 f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self._database)}", use_database=False
             )
         except _clickhouse_error() as exc:
             raise WarehouseError(f"cannot use ClickHouse at {settings.display()}: {exc}") from exc
-        self._client.database = self._database
+
+    def _connect(self, **extra: Any) -> Any:
+        import clickhouse_connect  # imported on first use, like chDB
+
+        s = self.settings
+        return clickhouse_connect.get_client(
+            host=s.host, port=s.port, username=s.username, password=s.password, secure=s.secure, **extra
+        )
 
     @property
     def database(self) -> str:
@@ -113,9 +119,12 @@ class ServerWarehouse:
         token = dedup_token if dedup_token is not None else f"untokened-{uuid.uuid4()}"
         settings = {"insert_deduplicate": 1, "insert_deduplication_token": token}
         data = [list(row) for row in rows]
+        database, _, name = table.rpartition(".")
         self._call(
             f"insert into {table}",
-            lambda: self._client.insert(table, data, column_names=list(columns), settings=settings),
+            lambda: self._client.insert(
+                name, data, column_names=list(columns), database=database or self._database, settings=settings
+            ),
         )
 
     def query(self, sql: str) -> QueryResult:
@@ -123,7 +132,40 @@ class ServerWarehouse:
         rows = tuple(tuple(normalize_server_value(v) for v in row) for row in result.result_rows)
         return QueryResult(tuple(result.column_names), rows)
 
+    def read_only_query(self, sql: str) -> QueryResult:
+        reader = self._read_only_client()
+
+        def call(statement: str) -> Any:
+            try:
+                return reader.query(statement)
+            except _clickhouse_error() as exc:
+                if is_readonly_refusal(str(exc)):
+                    raise refusal(str(exc)) from exc
+                raise WarehouseError(f"ClickHouse rejected {statement[:200]!r}: {exc}") from exc
+
+        def run(statement: str) -> list[str]:
+            return [str(row[0]) for row in call(statement).result_rows]
+
+        canonical = checked_statement(sql, run, run("SELECT name FROM system.table_functions"))
+        result = call(canonical)
+        rows = tuple(tuple(normalize_server_value(v) for v in row) for row in result.result_rows)
+        return QueryResult(tuple(result.column_names), rows)
+
+    def _read_only_client(self) -> Any:
+        if self._client is None:
+            raise WarehouseError(f"ClickHouse warehouse {self.settings.display()} is closed")
+        if self._reader is None:
+            try:
+                # every request of this client carries the database and readonly = 1 (a session of its own)
+                self._reader = self._connect(database=self._database, settings={"readonly": 1})
+            except _clickhouse_error() as exc:
+                raise WarehouseError(f"cannot use ClickHouse at {self.settings.display()}: {exc}") from exc
+        return self._reader
+
     def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
         client, self._client = self._client, None
         if client is not None:
             client.close()

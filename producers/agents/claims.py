@@ -5,6 +5,9 @@ Every field is read on its own. A field that is missing, mistyped, out of range 
 claimed"; everything readable is kept - above all the claimed outcome. The case is graded on the twin's
 records as usual. Only a reply that is missing or cannot be parsed at all is an AGENT_ERROR (the HTTP
 agent's job). Sizes are bounded too, so a reply cannot flood the pipeline behind it.
+
+A reply that states no `claimed_outcome` is not malformed: its claim is read from `output`
+(producers/agents/inferred_claim.py) and marked by a CLAIM_INFERRED finding naming who read it.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import Any
 
 from producers.agents.contract import AGENT_STATUSES, AgentResult, ClaimedCall, ClaimFinding
 from producers.agents.conversation import CLAIMED_OUTCOMES
+from producers.agents.inferred_claim import CLAIM_INFERRED, infer_claim
 from twin_engine.limits import argument_breach, preview, preview_text, utf8_ok
 
 JSON = Any
 CLAIM_MALFORMED = "CLAIM_MALFORMED"
+DEFAULT_REPLY_STATUS = "completed"  # a reply without `status`: the agent answered, so its run ended
 MAX_CLAIM_FINDINGS = 20  # then one "(+N more)" finding
 MAX_OUTPUT_CHARS = 4 << 20
 MAX_CLAIMED_CALLS = 1000
@@ -38,6 +43,7 @@ REPLY_FIELDS = (
     "model",
     "model_kind",
     "agent_version",
+    "agent_name",
     "trace_id",
 )
 CALL_FIELDS = ("name", "arguments", "status", "error_code", "retry_after", "attempt")
@@ -50,9 +56,9 @@ class _Reader:
         self.findings: list[ClaimFinding] = []
         self.more = 0
 
-    def note(self, field: str, message: str) -> None:
+    def note(self, field: str, message: str, label: str = CLAIM_MALFORMED) -> None:
         if len(self.findings) < MAX_CLAIM_FINDINGS:
-            self.findings.append(ClaimFinding(field, message))
+            self.findings.append(ClaimFinding(field, message, label))
         else:
             self.more += 1
 
@@ -127,14 +133,21 @@ def _calls_as_data(calls: Any) -> Any:
 
 def _read(data: Mapping[str, JSON], reader: _Reader, *, normalise: bool) -> tuple[AgentResult, str | None]:
     output = reader.text(data.get("output"), "output", required=True, limit=MAX_OUTPUT_CHARS)
-    status = reader.text(data.get("status"), "status", required=True)
+    # a reply may leave `status` out (the run completed) and `claimed_outcome` out (read from the answer)
+    status = reader.text(data.get("status"), "status", required=not normalise)
+    if normalise and data.get("status") is None:
+        status = DEFAULT_REPLY_STATUS
     if status is not None and status not in AGENT_STATUSES:
         reader.note("status", f"'{status[:40]}' is not one of {', '.join(AGENT_STATUSES)}")
         status = None
-    claimed = reader.text(data.get("claimed_outcome"), "claimed_outcome", required=normalise)
+    claimed = reader.text(data.get("claimed_outcome"), "claimed_outcome")
     if claimed is not None and normalise:
         claimed = claimed.strip().upper()
         claimed = claimed if claimed in CLAIMED_OUTCOMES else "UNKNOWN"
+    if normalise and data.get("claimed_outcome") is None:
+        inferred = infer_claim(output)
+        claimed = inferred.claimed
+        reader.note("claimed_outcome", inferred.describe(), CLAIM_INFERRED)
     business = reader.text(data.get("business_outcome"), "business_outcome")
     calls = _read_calls(data.get("tool_calls"), reader)
     raw_steps = data.get("steps")
@@ -150,6 +163,7 @@ def _read(data: Mapping[str, JSON], reader: _Reader, *, normalise: bool) -> tupl
     version = reader.text(data.get("agent_version"), "agent_version") if normalise else None
     if normalise:
         reader.text(data.get("trace_id"), "trace_id")
+        reader.text(data.get("agent_name"), "agent_name")
     result = AgentResult(
         output=output,
         claimed_outcome=claimed,

@@ -182,6 +182,7 @@ def run_reply(result: AgentResult, version: str) -> dict[str, JSON]:
         "output": result.output,
         "trace_id": secrets.token_hex(16),
         "status": result.status,
+        "agent_name": AGENT_NAME,
         "agent_version": version,
         "model": result.model,
         "model_kind": result.model_kind,

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from producers.agents.claims import read_reply
-from producers.agents.contract import AgentRequest, AgentResult, AgentRunError
+from producers.agents.contract import AgentRequest, AgentResult, AgentRunError, ToolSpec
 from producers.agents.errors import AgentSpecError
 from producers.agents.http_tool_client import shared_ssl_context
 from producers.twin_http import TwinEndpoint
@@ -27,10 +27,14 @@ JSON = Any
 DEFAULT_AGENT_TIMEOUT_S = 120.0
 MAX_CONNECT_TIMEOUT_S = 5.0
 MAX_REPLY_BYTES = 4 << 20  # a larger reply is unreadable: AGENT_ERROR
+MAX_NAME_CHARS = 100
+DEFAULT_AGENT_NAME = "http-agent"  # neither the reply nor the operator named the agent
 
 
 class HttpAgent:
-    """Implements `Agent`. `version` is the pinned `#VERSION`, else the version the agent last reported."""
+    """Implements `Agent`. `version` is the pinned `#VERSION`, else the version the agent last reported;
+    `name` is the operator's (`?name=`, `--candidate-name`), else the one the agent last reported, never its
+    URL: the same agent on another port is the same agent."""
 
     def __init__(
         self,
@@ -40,20 +44,36 @@ class HttpAgent:
         timeout_s: float = DEFAULT_AGENT_TIMEOUT_S,
         token: str | None = None,
         endpoint: TwinEndpoint | None = None,
+        name: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
-        self.name = self.url
+        self.pinned_name = name
+        self.name = name or DEFAULT_AGENT_NAME
         self.pinned_version = version
         self.version = version or ""
         self.model_kind = "unknown"
-        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, MAX_CONNECT_TIMEOUT_S))
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = min(timeout_s, MAX_CONNECT_TIMEOUT_S)
+        self._timeout = httpx.Timeout(timeout_s, connect=self.connect_timeout_s)
         self._token = token
         self._endpoint = endpoint
         self._own_endpoint = False
         self._mcp: TwinMcpServer | None = None
 
+    @property
+    def label(self) -> str:
+        """What a case names this agent by: `name:version` (like `demo:1.3.0`), or the name alone."""
+        return f"{self.name}:{self.version}" if self.version else self.name
+
     @classmethod
-    def from_spec(cls, spec: str, *, timeout_s: float = DEFAULT_AGENT_TIMEOUT_S, token: str | None = None) -> HttpAgent:
+    def from_spec(
+        cls,
+        spec: str,
+        *,
+        timeout_s: float = DEFAULT_AGENT_TIMEOUT_S,
+        token: str | None = None,
+        name: str | None = None,
+    ) -> HttpAgent:
         """`http://host:port[/path][#VERSION]` or `https://…`; a bad spec raises AgentSpecError."""
         parts = urlsplit(spec.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
@@ -65,9 +85,13 @@ class HttpAgent:
         except ValueError:
             raise AgentSpecError(f"agent spec '{spec}': the port is not valid") from None
         base = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        return cls(base, version=parts.fragment.strip() or None, timeout_s=timeout_s, token=token)
+        return cls(base, version=parts.fragment.strip() or None, timeout_s=timeout_s, token=token, name=name)
 
     # ------------------------------------------------------------ running
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of a `POST /run`: the agent's own bearer token when one is configured."""
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Run one case whose client is in process (it has `.case`): serve that case on the endpoint."""
@@ -84,7 +108,7 @@ class HttpAgent:
         body = run_body(
             request, tools_base_url=tools_base_url, token=token, version=self.pinned_version, mcp_url=mcp_url
         )
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        headers = self.request_headers()
         try:
             with (
                 httpx.Client(timeout=self._timeout, trust_env=False, verify=shared_ssl_context()) as http,
@@ -100,7 +124,7 @@ class HttpAgent:
             raise AgentRunError("AGENT_ERROR", f"The agent's reply was broken: {exc}") from None
         if not 200 <= response.status_code < 300:
             raise _status_error(response.status_code, content)
-        result, reported_version = result_from_reply(content)
+        result, reported_version, reported_name = result_from_reply(content)
         if self.pinned_version and reported_version and reported_version != self.pinned_version:
             raise AgentRunError(
                 "AGENT_VERSION_UNAVAILABLE",
@@ -108,6 +132,8 @@ class HttpAgent:
             )
         if not self.pinned_version and reported_version:
             self.version = reported_version
+        if not self.pinned_name and reported_name:
+            self.name = reported_name
         self.model_kind = result.model_kind
         return result
 
@@ -198,6 +224,7 @@ def run_body(
         "tool_headers": {"Authorization": f"Bearer {token}"},
         "run_context": {"source": "simulation", "scenario_name": request.scenario_name, "case_id": case_id},
         "context": dict(request.context),
+        "tools": [tool_entry(spec) for spec in request.tools],
     }
     if mcp_url is not None:
         body["mcp_url"] = mcp_url
@@ -215,6 +242,16 @@ def run_body(
     if request.customer_id is not None:
         body["customer_id"] = request.customer_id
     return body
+
+
+def tool_entry(spec: ToolSpec) -> dict[str, JSON]:
+    """One of the case's tools as the request lists it: enough for a framework to offer it to its model."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "risk": spec.risk,
+        "input_schema": dict(spec.input_schema) if spec.input_schema else {"type": "object"},
+    }
 
 
 def _read_bounded(response: httpx.Response) -> bytes:
@@ -256,11 +293,13 @@ def _error_of(content: bytes) -> tuple[str | None, str | None]:
     return (str(code) if code is not None else None, text)
 
 
-def result_from_reply(content: bytes) -> tuple[AgentResult, str | None]:
-    """The AgentResult of a 2xx `/run` body and the version the agent reported.
+def result_from_reply(content: bytes) -> tuple[AgentResult, str | None, str | None]:
+    """The AgentResult of a 2xx `/run` body and the version and name the agent reported.
 
     Only a reply that cannot be parsed as a JSON object is AGENT_ERROR; a malformed field is a
     CLAIM_MALFORMED finding on the result (producers/agents/claims.py) and the case is graded as usual.
+    Optional, with their defaults (schemas/json/agent-run-reply.v1.schema.json): `status` ("completed") and
+    `claimed_outcome` (absent: read from `output` and marked CLAIM_INFERRED).
     """
     try:
         data = json.loads(content)
@@ -270,4 +309,7 @@ def result_from_reply(content: bytes) -> tuple[AgentResult, str | None]:
         raise AgentRunError("AGENT_ERROR", "The agent's reply is not JSON.") from None
     if not isinstance(data, dict):
         raise AgentRunError("AGENT_ERROR", "The agent's reply is not a JSON object.")
-    return read_reply(data)
+    result, version = read_reply(data)
+    name = data.get("agent_name")
+    shown = " ".join(name.split())[:MAX_NAME_CHARS] if isinstance(name, str) else ""
+    return result, version, shown or None

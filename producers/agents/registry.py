@@ -3,16 +3,18 @@
 `demo:<version>` (the Demo Co agent, scripted planner), `demo:<version>+anthropic[/<model>]` (the same
 manifest planned by a real Anthropic model: opt-in, labelled `llm`, needs ANTHROPIC_API_KEY),
 `script:<path>` (a scripted agent file), `airline:careful|careless` (the airline world's scripted agents),
-`http://host:port[/path][?timeout=SECONDS][#VERSION]` /
+`http://host:port[/path][?timeout=SECONDS][&name=NAME][#VERSION]` /
 `https://…` (any agent behind the HTTP interface; `timeout` bounds one case, default
-AGENTTWIN_AGENT_HTTP_TIMEOUT_S or 120 s), `python:module:attr`.
+AGENTTWIN_AGENT_HTTP_TIMEOUT_S or 120 s; `name` is its display name, else the one its replies give),
+`python:module:attr`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from producers.agents.contract import Agent
 from producers.agents.demo_agent import DemoAgent, PlannerFactory
@@ -25,11 +27,12 @@ if TYPE_CHECKING:
     from producers.agents.http_agent import HttpAgent
     from producers.agents.settings import AgentSettings
 
+AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 SUPPORTED_KINDS = ("demo", "script", "airline", "http", "https", "python")
 LLM_PLANNERS = ("anthropic",)  # what may follow `+` in a demo spec
 _USAGE = (
     "use demo:<version>[+anthropic[/<model>]], script:<path>, airline:careful|careless, "
-    "http://host:port[?timeout=S][#VERSION] or python:module:attr"
+    "http://host:port[?timeout=S][&name=NAME][#VERSION] or python:module:attr"
 )
 
 
@@ -63,11 +66,23 @@ def resolve_agent(spec: str) -> Agent:
     raise AgentSpecError(f"agent spec '{spec}': unknown agent kind '{kind}'; {_USAGE}")
 
 
-def check_agent_spec(spec: str) -> None:
-    """Resolve `spec` and let it go again: a bad spec (or a missing key) raises AgentSpecError up front."""
+def check_agent_spec(spec: str, role: str | None = None) -> str | None:
+    """Resolve `spec` and let it go again: a bad spec (or a missing key) raises AgentSpecError up front.
+
+    With `role` ("baseline", "candidate", "agent"), an HTTP agent is also probed (producers/agents/preflight.py):
+    a URL that leads to no agent raises AgentMisconfiguredError; the probe's note, if any, is returned."""
+    from producers.agents.http_agent import HttpAgent
     from producers.simulator import close_agent
 
-    close_agent(resolve_agent(spec))
+    agent = resolve_agent(spec)
+    try:
+        if role is not None and isinstance(agent, HttpAgent):
+            from producers.agents.preflight import preflight
+
+            return preflight(agent, role).note
+        return None
+    finally:
+        close_agent(agent)
 
 
 def _settings() -> AgentSettings:
@@ -89,15 +104,24 @@ def _llm_planner(spec: str, choice: str) -> PlannerFactory:
 
 
 def _http_agent(spec: str) -> HttpAgent:
-    """An HTTP agent; `?timeout=SECONDS` is ours (taken off the URL), any other query is refused."""
+    """An HTTP agent; `?timeout=SECONDS` and `?name=NAME` are ours (taken off the URL), any other query is
+    refused."""
     from producers.agents.http_agent import HttpAgent
 
     parts = urlsplit(spec)
     query = parse_qsl(parts.query, keep_blank_values=True)
     timeout_s: float | None = None
+    agent_name: str | None = None
     for name, raw in query:
+        if name == "name":
+            agent_name = raw.strip()
+            if not AGENT_NAME.fullmatch(agent_name):
+                raise AgentSpecError(f"agent spec '{spec}': name must be 1-100 letters, digits, '.', '_', '-' or '/'")
+            continue
         if name != "timeout":
-            raise AgentSpecError(f"agent spec '{spec}': unknown query parameter '{name}'; only timeout=SECONDS")
+            raise AgentSpecError(
+                f"agent spec '{spec}': unknown query parameter '{name}'; only timeout=SECONDS and name=NAME"
+            )
         try:
             timeout_s = float(raw)
         except ValueError:
@@ -107,7 +131,20 @@ def _http_agent(spec: str) -> HttpAgent:
     if timeout_s is None:
         timeout_s = _settings().http_timeout_s
     bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment))
-    return HttpAgent.from_spec(bare, timeout_s=timeout_s)
+    return HttpAgent.from_spec(bare, timeout_s=timeout_s, name=agent_name)
+
+
+def with_agent_name(spec: str, name: str) -> str:
+    """`spec` with the operator's display name (`--candidate-name`): `?name=` on an HTTP agent's URL."""
+    kind = spec.partition(":")[0].strip().lower()
+    if kind not in ("http", "https"):
+        raise AgentSpecError(f"a display name is for HTTP agents; '{spec}' names itself")
+    if not AGENT_NAME.fullmatch(name.strip()):
+        raise AgentSpecError(f"agent name '{name}' must be 1-100 letters, digits, '.', '_', '-' or '/'")
+    parts = urlsplit(spec.strip())
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "name"]
+    query.append(("name", name.strip()))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, safe="/"), parts.fragment))
 
 
 def _airline_agent(version: str) -> Agent:

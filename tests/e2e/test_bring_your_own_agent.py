@@ -2,8 +2,9 @@
 
 (a) The demo evaluation 1.3.0 vs 1.2.4 classifies every scenario the same, with the same first-divergence
 sentences, whether the demo agent runs in process (`demo:`) or behind HTTP (`http://…#VERSION`).
-(b) A broken agent - one that hangs past its `?timeout=`, answers 500, answers non-JSON, or refuses the
-caller - gets the matching agent-run finding, is never PASSED, and an evaluation against demo:1.2.4
+(b) A broken agent - one that hangs past its `?timeout=`, answers 500, or refuses the caller - gets the
+matching agent-run finding (one whose URL leads to no agent at all stops the run first:
+tests/e2e/test_agent_preflight.py), is never PASSED, and an evaluation against demo:1.2.4
 reports each case by the classification rules (spec §7.2-7.4): a FAIL-class finding (AGENT_TIMEOUT,
 AGENT_ERROR) is a new critical failure, an ERROR-class one (AGENT_AUTH) leaves the case INCOMPLETE.
 """
@@ -84,7 +85,7 @@ def test_the_demo_evaluation_is_the_same_in_process_and_over_http(
 
 
 class BrokenAgents:
-    """One server, four broken agents by path: /hang, /crash (500), /garbled (non-JSON), /locked (401)."""
+    """One server, three broken agents by path: /hang, /crash (500), /locked (401)."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -99,8 +100,6 @@ class BrokenAgents:
                     status, body = 200, b"{}"
                 elif kind == "crash":
                     status, body = 500, b'{"error": {"code": "AGENT_ERROR", "message": "boom"}}'
-                elif kind == "garbled":
-                    status, body = 200, b"<html>all good</html>"
                 else:
                     status, body = 401, b'{"error": {"code": "UNAUTHORIZED", "message": "no"}}'
                 try:
@@ -136,7 +135,7 @@ def broken() -> Iterator[BrokenAgents]:
     agents.thread.join(2)
 
 
-FINDINGS = {"hang": "AGENT_TIMEOUT", "crash": "AGENT_ERROR", "garbled": "AGENT_ERROR", "locked": "AGENT_AUTH"}
+FINDINGS = {"hang": "AGENT_TIMEOUT", "crash": "AGENT_ERROR", "locked": "AGENT_AUTH"}
 VERDICTS = {"AGENT_TIMEOUT": "FAILED", "AGENT_ERROR": "FAILED", "AGENT_AUTH": "ERRORED"}
 
 

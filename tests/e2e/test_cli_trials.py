@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agenttwin.cli import main
+from consumers.clickhouse import qualified
 from evaluation.pairing import trial_run_seed
 from evaluation.summary import strip_timings
 from twin_engine.faults import case_seed, draw
@@ -170,12 +171,13 @@ def test_projections_from_before_trials_are_upgraded_in_place(tmp_path: Path) ->
     from agenttwin.settings import Settings
     from consumers.projections import ddl
 
-    old = ddl().replace(",\n    `trials` Int32 DEFAULT 1\n)", "\n)")  # the tables as the previous version made them
-    old = old.split("-- Upgrades of projections")[0]
     with open_embedded(Settings(), tmp_path) as emb:
-        emb.warehouse.execute(old)
+        # the tables as the previous version made them
+        old = ddl(emb.warehouse.database).replace(",\n    `trials` Int32 DEFAULT 1\n)", "\n)")
+        emb.warehouse.execute(old.split("-- Upgrades of projections")[0])
         emb.warehouse.execute(
-            "INSERT INTO pairs (event_id, event_type, occurred_at, correlation_id, evaluation_id, pair_id, run_seed, "
+            f"INSERT INTO {qualified(emb.warehouse, 'pairs')} "
+            "(event_id, event_type, occurred_at, correlation_id, evaluation_id, pair_id, run_seed, "
             "baseline_agent, candidate_agent, twin_name, twin_hash, scenario_names, scenario_hashes, case_count, "
             "evaluator_version) VALUES ('e', 'PairPlanned', '2026-01-01 00:00:00', 'old', 'old', 'p', 1, 'b', 'c', "
             "'t', 'h', [], [], 0, '1.1.0')"
@@ -197,5 +199,7 @@ def test_projections_from_before_trials_are_upgraded_in_place(tmp_path: Path) ->
         == 0
     )
     with open_embedded(Settings(), tmp_path) as emb:
-        rows = emb.warehouse.query("SELECT evaluation_id, trials FROM pairs FINAL ORDER BY evaluation_id").rows
+        rows = emb.warehouse.query(
+            f"SELECT evaluation_id, trials FROM {qualified(emb.warehouse, 'pairs')} FINAL ORDER BY evaluation_id"
+        ).rows
     assert len(rows) == 2 and all(trials == 1 for _, trials in rows)  # the old row reads as one trial

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agenttwin.cli import main
-from consumers.clickhouse import open_warehouse
+from consumers.clickhouse import open_warehouse, qualified
 from consumers.projections import TABLE_BY_EVENT
 from streams.events import DeadLettered, EvaluationRequested, HumanReviewed, PairPlanned
 from streams.topics import ALL_TOPICS, events_on
@@ -49,7 +49,7 @@ def test_exports_read_back_in_clickhouse_as_the_projections(tmp_path: Path, caps
     with open_warehouse(None, data) as warehouse:
         compared = 0
         for topic, event, table in cases:
-            want = warehouse.query(f"SELECT * FROM {table} FINAL ORDER BY event_id")
+            want = warehouse.query(f"SELECT * FROM {qualified(warehouse, table)} FINAL ORDER BY event_id")
             assert want.rows, table
             for fmt, reader in (("avro", "Avro"), ("parquet", "Parquet")):
                 path = files / f"{topic}-{event}.{fmt}"

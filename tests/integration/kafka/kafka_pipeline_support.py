@@ -14,9 +14,10 @@ from typing import Any
 from agenttwin.kafka_cli import build_workers
 from agenttwin.pipeline import evaluation_request, judge_refiner, processors
 from agenttwin.settings import Settings
-from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError
+from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError, qualified
 from consumers.embedded_sink import sync
 from consumers.projections import TABLE_BY_EVENT
+from consumers.sink import ensure_schema
 from streams.embedded import EmbeddedRuntime
 from streams.events import EvaluationRequested
 from streams.kafka.clients import ensure_topics
@@ -61,13 +62,17 @@ def _masked(value: Any) -> Any:
     return value.replace(_CACHE_FLAG, '"cached":false') if isinstance(value, str) else value
 
 
-def table_rows(warehouse: Warehouse, table: str) -> list[tuple[Any, ...]]:
-    rows = warehouse.query(f"SELECT * FROM {table} FINAL ORDER BY ALL").rows
+def table_rows(warehouse: Warehouse, table: str, *, final: bool = True) -> list[tuple[Any, ...]]:
+    rows = warehouse.query(f"SELECT * FROM {qualified(warehouse, table)}{' FINAL' if final else ''} ORDER BY ALL").rows
     return sorted((tuple(_masked(v) for v in row) for row in rows), key=repr)
 
 
-def table_counts(warehouse: Warehouse, tables: Sequence[str] = TABLES) -> dict[str, int]:
-    return {t: int(warehouse.query(f"SELECT count() FROM {t} FINAL").rows[0][0]) for t in tables}
+def table_counts(warehouse: Warehouse, tables: Sequence[str] = TABLES, *, final: bool = True) -> dict[str, int]:
+    """Row counts per table, with FINAL (what the views see) or without (a duplicate row counts twice)."""
+    suffix = " FINAL" if final else ""
+    return {
+        t: int(warehouse.query(f"SELECT count() FROM {qualified(warehouse, t)}{suffix}").rows[0][0]) for t in tables
+    }
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,9 @@ def embedded_reference(
         runtime.publish(requests)
         runtime.run(processors(versions, judge_refiner(Settings())))
         sync(runtime, warehouse)
-        return Reference(versions, requests, {t: table_rows(warehouse, t) for t in TABLES})
+        rows = {t: table_rows(warehouse, t) for t in TABLES}
+        assert rows == {t: table_rows(warehouse, t, final=False) for t in TABLES}, "duplicates in the reference"
+        return Reference(versions, requests, rows)
 
 
 def differences(expected: Reference, warehouse: Warehouse, tables: Sequence[str] = COMPARED) -> list[str]:
@@ -98,10 +105,13 @@ def differences(expected: Reference, warehouse: Warehouse, tables: Sequence[str]
     for table in tables:
         got = table_rows(warehouse, table)
         want = expected.rows[table]
+        stored = table_rows(warehouse, table, final=False)
+        if stored != got:  # a row inserted twice: FINAL hides it, a count without FINAL would not
+            problems.append(f"{table}: {len(stored)} rows stored, {len(got)} after FINAL (duplicates)")
         if got == want:
             continue
         problems.append(f"{table}: {len(got)} rows, reference {len(want)}")
-        columns = warehouse.query(f"SELECT * FROM {table} LIMIT 0").columns
+        columns = warehouse.query(f"SELECT * FROM {qualified(warehouse, table)} LIMIT 0").columns
         by_id = {r[0]: r for r in want}
         for row in [r for r in got if r not in want][:3]:
             ref = by_id.get(row[0])
@@ -145,6 +155,9 @@ def run_on_kafka(
     """Run workers of `kinds` (+ extra) in this process, play the scenario (default: publish the reference's
     requests), then wait until the warehouse has the reference's row counts and every worker is idle."""
     ensure_topics(bootstrap, naming)
+    # the tables exist before anything polls them (the sink thread would create them, maybe too late:
+    # `complete()` once met a half-created schema on a loaded machine and failed with "Unknown table")
+    ensure_schema(warehouse)
     workers = build_workers(
         kinds,
         bootstrap,

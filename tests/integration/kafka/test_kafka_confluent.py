@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from consumers.clickhouse import qualified
 from schemas import AVRO_DIR
 from streams.embedded import DecodeError
 from streams.events import CaseFinished
@@ -75,7 +76,7 @@ def test_confluent_mode_end_to_end_and_clickhouse_reads_typed_rows_with_the_regi
             f"SELECT {columns} FROM file('{frames}', 'AvroConfluent') ORDER BY event_id "
             f"SETTINGS format_avro_schema_registry_url = '{schema_registry}'"
         )
-        want = warehouse.query(f"SELECT {columns} FROM cases FINAL ORDER BY event_id")
+        want = warehouse.query(f"SELECT {columns} FROM {qualified(warehouse, 'cases')} FINAL ORDER BY event_id")
     assert len(got.rows) == 36
     assert got.rows == want.rows
 

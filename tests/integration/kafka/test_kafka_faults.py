@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from consumers.clickhouse import QueryResult, Warehouse, WarehouseError
+from consumers.clickhouse import QueryResult, Warehouse, WarehouseError, qualified
 from streams.events import CaseVerdicted, DeadLettered
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
@@ -221,7 +221,8 @@ def test_undecodable_messages_all_land_in_the_dead_letters(
         problems = differences(reference, warehouse)
         assert problems == [], "\n".join(problems)
         letters = warehouse.query(
-            "SELECT stage, source_topic, source_offset, original_value, error_class FROM dead_letters FINAL"
+            "SELECT stage, source_topic, source_offset, original_value, error_class "
+            f"FROM {qualified(warehouse, 'dead_letters')} FINAL"
         ).as_dicts()
     on_topic = [e for e in read_all(kafka_bootstrap, naming, ["dead-letters"]) if isinstance(e, DeadLettered)]
     assert len({e.event_id for e in on_topic}) == expected_letters
@@ -267,6 +268,9 @@ class FlakyWarehouse:
 
     def query(self, sql: str) -> QueryResult:
         return self.real.query(sql)
+
+    def read_only_query(self, sql: str) -> QueryResult:
+        return self.real.read_only_query(sql)
 
     def close(self) -> None:
         self.real.close()

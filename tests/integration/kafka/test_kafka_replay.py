@@ -8,6 +8,8 @@ import pytest
 
 from agenttwin.kafka_cli import replay_on_kafka, report_from_kafka
 from agenttwin.settings import Settings
+from consumers import sink_progress
+from consumers.clickhouse import qualified
 from streams.kafka.naming import Naming
 from streams.kafka.reading import read_all
 from tests.integration.kafka.kafka_pipeline_support import (
@@ -42,8 +44,10 @@ def test_replay_under_a_new_evaluator_version_adds_its_verdicts_beside_the_old(
         problems = differences(reference_two_versions, warehouse)
         assert problems == [], "\n".join(problems)
         versions = warehouse.query(
-            "SELECT evaluator_version, count() FROM verdicts FINAL GROUP BY evaluator_version ORDER BY 1"
+            f"SELECT evaluator_version, count() FROM {qualified(warehouse, 'verdicts')} FINAL "
+            "GROUP BY evaluator_version ORDER BY 1"
         ).rows
+        sink_group = f"clickhouse-sink-{sink_progress.warehouse_id(warehouse)}"  # one group per warehouse
     assert versions == (("1.0.0", 36), ("1.1.0", 36))
     assert before["verdicts"] == 36
     assert (result.verdicts, result.comparisons) == (36, 18)
@@ -53,14 +57,14 @@ def test_replay_under_a_new_evaluator_version_adds_its_verdicts_beside_the_old(
     assert old.evaluator_version == "1.0.0"
     assert new.evaluator_version == "1.1.0"
     assert len(old.to_dict()["cases"]) == len(new.to_dict()["cases"]) == 9
-    _assert_every_group_drained(kafka_bootstrap, naming)
+    _assert_every_group_drained(kafka_bootstrap, naming, sink_group)
 
 
-def _assert_every_group_drained(bootstrap: str, naming: Naming) -> None:
+def _assert_every_group_drained(bootstrap: str, naming: Naming, sink_group: str) -> None:
     """Kafka's own kafka-consumer-groups --describe: every group of the pipeline has lag 0 on every
     partition it reads, also past the transaction markers on `case-plans` and `evaluations`, and no group
     of either evaluator version shows the other version's events as backlog."""
-    groups = ["planner", "simulator", "grader-1.0.0", "grader-1.1.0", "comparator", "outcome-join", "clickhouse-sink"]
+    groups = ["planner", "simulator", "grader-1.0.0", "grader-1.1.0", "comparator", "outcome-join", sink_group]
     rows = describe_groups(bootstrap, [naming.group(g) for g in groups])
     assert {r.group for r in rows} == {naming.group(g) for g in groups}
     lagging = [r for r in rows if r.lag != 0]

@@ -115,11 +115,19 @@ def test_each_malformed_field_is_named(change: dict[str, Any], field: str, check
 
 
 def test_missing_fields_are_findings_not_errors() -> None:
+    """Only `output` is required; `status` defaults to completed and an unstated claim is inferred (and
+    marked CLAIM_INFERRED, not malformed): schemas/json/agent-run-reply.v1.schema.json."""
     result, version = read_reply({"claimed_outcome": "SUCCESS"})
-    assert fields(result) == ["output", "status"]
-    assert (result.output, result.status, result.claimed_outcome, version) == (None, "unknown", "SUCCESS", None)
+    assert fields(result) == ["output"]
+    assert (result.output, result.status, result.claimed_outcome, version) == (None, "completed", "SUCCESS", None)
     empty, _ = read_reply({})
-    assert fields(empty) == ["output", "status", "claimed_outcome"]
+    assert [(f.label, f.field) for f in empty.findings] == [
+        ("CLAIM_MALFORMED", "output"), ("CLAIM_INFERRED", "claimed_outcome")
+    ]
+    terse, _ = read_reply({"output": "Done! I've refunded 40.00 USD."})
+    (inferred,) = terse.findings
+    assert (inferred.label, inferred.field, terse.status) == ("CLAIM_INFERRED", "claimed_outcome", "completed")
+    assert inferred.message.startswith("not stated; ")
 
 
 def test_findings_are_bounded() -> None:

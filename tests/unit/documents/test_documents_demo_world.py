@@ -89,6 +89,8 @@ def test_our_schemas_are_valid_draft_2020_12() -> None:
     names = sorted(p.name for p in JSON_DIR.glob("*.schema.json"))
     assert names == [
         "agent-manifest.v1.schema.json",
+        "agent-run-reply.v1.schema.json",
+        "agent-run-request.v1.schema.json",
         "gate-policy.v1.schema.json",
         "scenario.v1.schema.json",
         "twin.v1.schema.json",

@@ -52,3 +52,14 @@ def test_passed_wording() -> None:
     assert verdict.reason == "All 2 evaluated expectation(s) passed. 1 were skipped."
     assert verdict.score == 1.0
     assert case_verdict([result("PASS")], "1.1.0").reason == "All 1 evaluated expectation(s) passed."
+
+
+def test_a_judgment_the_budget_left_unmade_never_passes_the_case() -> None:
+    unjudged = result(
+        "SKIPPED", ident="tone", kind="semantic", reason="Not judged: budget spent.", label="JUDGE_BUDGET_SPENT"
+    )
+    verdict = case_verdict([result("PASS"), unjudged], "1.3.0")
+    assert verdict.status == "ERRORED"
+    assert verdict.reason == "Expectation tone was not decided: Not judged: budget spent."
+    plain_skip = case_verdict([result("PASS"), result("SKIPPED", kind="semantic")], "1.3.0")
+    assert plain_skip.status == "PASSED"  # a skip for another reason (e.g. not this judge's) still does not block

@@ -14,7 +14,7 @@ import pytest
 
 from producers.agents.contract import AgentRequest, AgentRunError, ClaimedCall
 from producers.agents.errors import AgentSpecError
-from producers.agents.http_agent import HttpAgent, run_http_case
+from producers.agents.http_agent import DEFAULT_AGENT_NAME, HttpAgent, run_http_case, tool_entry
 from producers.tool_client import InProcessToolClient
 from producers.twin_http import TwinEndpoint
 from twin_engine.twin import Twin
@@ -140,7 +140,10 @@ def test_request_body_and_result(
             "case_id": "run-1:refund-happy-path",
         },
         "context": {"customer_id": "CUS-100", "channel": "chat"},
+        "tools": [tool_entry(spec) for spec in demo_twin.tool_specs()],
     }
+    refund = next(t for t in body["tools"] if t["name"] == "refund_payment")
+    assert refund["risk"] == "WRITE_IRREVERSIBLE" and refund["input_schema"]["required"] == ["order_id", "amount"]
     assert "Authorization" not in headers  # no agent token configured
     # the case was closed as soon as the agent answered: its token no longer works
     late = caller(endpoint.base_url, token).tool("refund_payment", {"order_id": "ORD-1001", "amount": 40})
@@ -320,3 +323,42 @@ def test_run_needs_a_twin_case(demo_twin: Twin) -> None:
     no_case = AgentRequest(**{**request.__dict__, "client": object()})
     with pytest.raises(TypeError):
         HttpAgent("http://127.0.0.1:1").run(no_case)
+
+
+def test_status_and_claim_are_optional(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin) -> None:
+    """The least a reply says is its output: the run completed, and the claim is read from the answer and
+    marked CLAIM_INFERRED (UNKNOWN, read by "none", until a final-answer classifier is installed)."""
+    from producers.agents.inferred_claim import infer_claim
+
+    server = stub(reply(200, {"output": "Done! I've refunded 40.00 USD."}))
+    case, request = case_request(demo_twin)
+    result = run_http_case(HttpAgent(server.url), case, request, endpoint)
+    inferred = infer_claim("Done! I've refunded 40.00 USD.")
+    assert (result.status, result.claimed_outcome) == ("completed", inferred.claimed)
+    assert [(f.label, f.field, f.message) for f in result.findings] == [
+        ("CLAIM_INFERRED", "claimed_outcome", inferred.describe())
+    ]
+    assert result.tool_calls == () and result.model_kind == "unknown"
+    stated = stub(reply(200, {"output": "Done!", "claimed_outcome": "failure"}))
+    case, request = case_request(demo_twin)
+    result = run_http_case(HttpAgent(stated.url), case, request, endpoint)
+    assert (result.claimed_outcome, result.findings) == ("FAILURE", ())
+
+
+def test_the_agent_is_named_by_its_reply_or_the_operator_never_its_url(
+    stub: Any, endpoint: TwinEndpoint, demo_twin: Twin
+) -> None:
+    named = {**GOOD_REPLY, "agent_name": "support-bot", "agent_version": "1.3.0"}
+    first, second = stub(reply(200, named)), stub(reply(200, named))
+    labels = []
+    for server in (first, second):  # the same agent on two ports
+        agent = HttpAgent.from_spec(server.url)
+        assert agent.label == DEFAULT_AGENT_NAME and server.url not in agent.label
+        case, request = case_request(demo_twin)
+        run_http_case(agent, case, request, endpoint)
+        labels.append(agent.label)
+    assert labels == ["support-bot:1.3.0", "support-bot:1.3.0"]
+    pinned = HttpAgent.from_spec(f"{first.url}#1.3.0", name="refunds")
+    case, request = case_request(demo_twin)
+    run_http_case(pinned, case, request, endpoint)
+    assert pinned.label == "refunds:1.3.0"  # the operator's name wins over the reply's

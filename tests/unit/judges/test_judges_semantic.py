@@ -214,8 +214,11 @@ def test_budget_spent_skips_and_leaves_deterministic_results(baseline_graded: Gr
     assert result.score is None
     assert result.reason == "Not judged: this run's judge budget is spent (0 of 0 judge calls made)."
     assert judge.calls == []
+    assert result.label == "JUDGE_BUDGET_SPENT"
     assert others(judged) == others(baseline_graded)
-    assert judged.verdict.status == "PASSED"  # a non-critical skip; deterministic checks decide
+    # the scenario asked for a judgment nobody made: never a pass, whatever the deterministic checks say
+    assert judged.verdict.status == "ERRORED"
+    assert judged.verdict.reason.startswith(f"Expectation {result.expectation.id} was not decided: Not judged")
 
 
 def test_cost_budget_stops_later_calls(baseline_graded: GradedCase, graded_with: GradeFactory) -> None:

@@ -1,0 +1,50 @@
+"""An agent that states no claim: what its final answer claims, marked as inferred.
+
+No framework produces `claimed_outcome`; its final answer is all there is. The claim is then read from
+that answer by the deterministic final-answer classifier (`evaluation.claim_reader.read_claim`, issue 19
+item 4) and carries the name of the rules that read it (`inferred_by`), so nobody mistakes it for what the
+agent said. Until that classifier is in this tree the hook below answers UNKNOWN, inferred by "none":
+UNKNOWN is never a disproved success (evaluation/contradiction.py), so a missing reader can hide a
+contradiction but never invent one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+UNKNOWN = "UNKNOWN"
+CLAIM_INFERRED = "CLAIM_INFERRED"  # the claim finding that marks an inferred claim
+# The agent contract's claims are SUCCESS, PARTIAL, FAILURE, UNKNOWN (its own reporting protocol calls a
+# hand-over PARTIAL); the reader's other classes map onto them.
+AS_CLAIMED = {"ESCALATED": "PARTIAL", "REFUSED": UNKNOWN}
+NO_READER = "none"  # `inferred_by` when no classifier was available to read the answer
+CLAIM_READER_MODULE = "evaluation.claim_reader"  # the hook: `read_claim(text) -> .status, .inferred_by`
+
+
+@dataclass(frozen=True)
+class InferredClaim:
+    status: str  # SUCCESS | FAILURE | PARTIAL | ESCALATED | REFUSED | UNKNOWN
+    inferred_by: str  # the classifier's id, e.g. "rules-v1"; NO_READER when none read it
+
+    @property
+    def claimed(self) -> str:
+        """As the agent contract's claimed outcome (SUCCESS, PARTIAL, FAILURE or UNKNOWN)."""
+        return AS_CLAIMED.get(self.status, self.status)
+
+    def describe(self) -> str:
+        """The CLAIM_INFERRED finding's message."""
+        if self.inferred_by == NO_READER:
+            return "not stated; no final-answer classifier is installed, so the claim is UNKNOWN"
+        shown = self.status if self.claimed == self.status else f"{self.status} (claimed as {self.claimed})"
+        return f"not stated; read from the final answer as {shown} by {self.inferred_by}"
+
+
+def infer_claim(output: str | None) -> InferredClaim:
+    """The claim `output` makes, by the final-answer classifier when it is installed, else UNKNOWN."""
+    try:
+        reader = importlib.import_module(CLAIM_READER_MODULE)
+    except ImportError:
+        return InferredClaim(UNKNOWN, NO_READER)
+    reading = reader.read_claim(output or "")
+    return InferredClaim(str(reading.status), str(reading.inferred_by))

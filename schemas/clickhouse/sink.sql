@@ -1,0 +1,26 @@
+-- The sink's own bookkeeping, kept in the warehouse beside the rows it describes (consumers/sink_progress.py).
+
+-- Where the sink is in each source partition. Before a batch's rows are inserted the sink writes the batch's
+-- range with done = false; after they are inserted, done = true. A batch found not done is redone exactly
+-- (same range, so the same dedup tokens): a crash mid-batch never doubles a row. The latest version wins.
+CREATE TABLE IF NOT EXISTS sink_offsets
+(
+    `source` String,
+    `topic` String,
+    `partition` Int32,
+    `first_offset` Int64,
+    `next_offset` Int64,
+    `done` Bool,
+    `version` UInt64
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (source, topic, partition);
+
+-- The warehouse's identity: its Kafka sinks share the consumer group named after it (lag reporting and
+-- sharing partitions between sinks of one warehouse), never a group of another warehouse.
+CREATE TABLE IF NOT EXISTS sink_identity
+(
+    `warehouse_id` String
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (warehouse_id);
