@@ -74,9 +74,10 @@ class EventIdIndex:
             self._db.close()
 
     def vanished(self) -> set[str]:
-        """Topics that lost records since they were indexed (checked for every topic of the log)."""
+        """Topics that lost records since they were indexed (checked for every topic of the log, and every
+        topic indexed before: a topic whose file went is a topic that lost its records)."""
         with self._lock:
-            for topic in self.log.topics():
+            for topic in sorted({*self.log.topics(), *self._progress}):
                 self._catch_up(topic)
             return set(self._vanished)
 

@@ -310,6 +310,14 @@ class EmbeddedRuntime:
         if not self.checkpoints:
             return _State({}, dict.fromkeys(p.inputs, 0))
         checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p))
+        past = sorted(t for t in p.inputs if checkpoint.offsets.get(t, 0) > self.log.end_offset(t))
+        if past:  # the topics were replaced under it (deleted, an older copy): it describes other records
+            checkpoint.close()
+            aside = set_aside(checkpoint.path)
+            _log.warning("the checkpoint of %s is past the end of %s; rebuilding it from offset 0 (the old file "
+                         "is kept as %s)", p.name, ", ".join(past), aside.name)  # fmt: skip
+            checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p))
+            checkpoint.replaced = aside
         cursors = {t: checkpoint.offsets.get(t, 0) for t in p.inputs}
         return _State(checkpoint, cursors, checkpoint.clock, checkpoint)
 

@@ -5,6 +5,7 @@ trusted (damaged, torn, from other code) is never used: it is set aside, with a 
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 import zlib
 from collections.abc import Callable
@@ -16,6 +17,7 @@ import pytest
 from agenttwin.cli import main
 from agenttwin.pipeline import PipelineStats, evaluation_request, judge_refiner, open_embedded, run_pipeline
 from agenttwin.settings import Settings
+from consumers.clickhouse import WarehouseError, qualified
 from consumers.projections import snapshot
 from evaluation.versions import DEFAULT_EVALUATOR_SET
 from streams._avro_container import parse_header, scan_blocks
@@ -215,3 +217,87 @@ def test_records_repaired_into_quarantine_are_derived_again(
 
     assert len(lost) < len(_records(tmp_path)["verdicts"])
     assert verdict_ids(tmp_path) == verdict_ids(reference_root)
+
+
+@pytest.mark.parametrize("index_too", [False, True], ids=["index-kept", "index-deleted"])
+def test_topics_deleted_under_kept_checkpoints_are_derived_from_offset_0(
+    index_too: bool, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A data directory whose topics went (deleted, or a topic missing from a restored copy) while its
+    checkpoints stayed: the checkpoints describe records that are gone, so they are set aside and the next
+    command gives exactly the records and tables of a fresh data directory. The event-id index notices
+    the lost records; without it, each checkpoint is found past the end of its inputs."""
+    _command(tmp_path, _request(0))
+    shutil.rmtree(tmp_path / "topics-log")
+    shutil.rmtree(tmp_path / "clickhouse")  # the warehouse's offsets describe the old topics too
+    if index_too:
+        (tmp_path / "checkpoints" / "event-ids.sqlite").unlink()
+    with caplog.at_level(logging.WARNING):
+        stats, _ = _command(tmp_path, _request(0))
+    said = "past the end" if index_too else "left the log"
+    assert any(said in r.getMessage() for r in caplog.records), caplog.text
+    assert list((tmp_path / "checkpoints").glob("*.sqlite.bad-*"))
+    fresh = tmp_path_factory.mktemp("fresh")
+    _command(fresh, _request(0), checkpoints=False)
+    assert _records(tmp_path) == _records(fresh)
+    assert _tables(tmp_path) == _tables(fresh)
+    for group in STATEFUL:
+        assert stats.run.consumed[group] > 0, group
+
+
+def test_rebuild_keeps_the_checkpoints_and_gives_the_tables_of_a_run_without_them(
+    tmp_path: Path, rebuilt: tuple[Path, list[PipelineStats]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agenttwin rebuild` re-projects the topics; it changes no topic, so the processors' checkpoints and
+    the event-id index stay valid: it leaves them, and the tables are those of a run without checkpoints
+    (with FINAL and without: no row twice)."""
+    for n in range(2):
+        _command(tmp_path, _request(n))
+    checkpoints = _checkpoint_rows(tmp_path)
+    records = _records(tmp_path)
+    reference_root, _ = rebuilt
+    expected = _tables(reference_root)
+    with open_embedded(Settings(), tmp_path) as emb:
+        emb.warehouse.execute(f"DROP TABLE {qualified(emb.warehouse, 'verdicts')}")  # rebuild restores it
+    assert main(["rebuild", "--data-dir", str(tmp_path)]) == 0
+    assert "Rebuilt the projections from offset 0" in capsys.readouterr().out
+    assert _records(tmp_path) == records  # the topics (dead letters included) did not change
+    assert _checkpoint_rows(tmp_path) == checkpoints
+    assert not list((tmp_path / "checkpoints").glob("*.bad-*"))
+    with open_embedded(Settings(), tmp_path) as emb:
+        assert snapshot(emb.warehouse) == snapshot(emb.warehouse, final=False) == expected
+    # and the processors go on from their checkpoints: nothing new, nothing read, nothing added
+    again, gained = _command(tmp_path, None)
+    assert again.run.rebuilt == [] and sum(again.run.consumed.values()) == 0 and not any(gained.values())
+
+
+def _checkpoint_rows(root: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every checkpoint and of the event-id index, by file."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for path in sorted((root / "checkpoints").glob("*.sqlite")):
+        with sqlite3.connect(path) as db:
+            tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            out[path.name] = [(t, *row) for t in tables for row in db.execute(f"SELECT * FROM {t} ORDER BY 1")]
+    assert len(out) == len(STATEFUL) + 1
+    return out
+
+
+def test_a_warehouse_ahead_of_replaced_topics_is_refused_until_rebuild(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The topics went but the warehouse stayed: its `sink_offsets` are past the new topics' ends, so new
+    events at those offsets would never be projected. The command stops with one line naming `agenttwin
+    rebuild`, which then gives the tables of a fresh data directory."""
+    for n in range(2):
+        _command(tmp_path, _request(n))
+    shutil.rmtree(tmp_path / "topics-log")
+    code = main(["sql", "SELECT count() FROM comparisons", "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "agenttwin rebuild" in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(WarehouseError, match="agenttwin rebuild"):
+        _command(tmp_path, _request(0))  # the processors ran; the sink refuses to skip their events
+    assert main(["rebuild", "--data-dir", str(tmp_path)]) == 0
+    fresh = tmp_path_factory.mktemp("fresh")
+    _command(fresh, _request(0), checkpoints=False)
+    assert _records(tmp_path) == _records(fresh)
+    assert _tables(tmp_path) == _tables(fresh)
