@@ -473,6 +473,9 @@ def _check_expectation_tools(doc: LoadedDocument, expectations: Iterable[Any], t
         named: list[tuple[DocPath, Any]] = [(("tool",), expectation.get("tool"))]
         for field in ("mustCall", "before"):
             named += [((field, i), tool) for i, tool in enumerate(expectation.get(field) or [])]
+        calls = expectation.get("calls") if expectation.get("type") == "reachesReferenceState" else None
+        if isinstance(calls, list):  # reference calls: a typo would make every run ERROR, found only at run time
+            named += [(("calls", i, "tool"), c.get("tool")) for i, c in enumerate(calls) if isinstance(c, Mapping)]
         for where, tool in named:
             if isinstance(tool, str) and tool not in tools:
                 guess = difflib.get_close_matches(tool, sorted(tools), n=1)

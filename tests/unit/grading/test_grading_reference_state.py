@@ -226,3 +226,11 @@ def test_an_earlier_evaluator_set_does_not_grade_it() -> None:
         "ERROR",
         "reachesReferenceState is not graded by evaluator set 1.2.0 (it came with 1.3.0).",
     )
+
+
+def test_a_reference_call_to_a_tool_the_twin_lacks_is_refused_at_load() -> None:
+    typo = {**REFUND, "tool": "refund_paymnet"}
+    with pytest.raises(
+        DefinitionError, match=r"spec\.expectations\[0\]\.calls\[0\]\.tool.*'refund_paymnet' is not a tool"
+    ):
+        _scenario(calls=[typo])
