@@ -9,9 +9,19 @@ import importlib
 from evaluation.versions import DEFAULT_EVALUATOR_SET
 from streams.kafka.naming import DEFAULT_PREFIX, WIRE_MODES
 
-WORKER_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink", "alerts", "all")
+WORKER_KINDS = (
+    "planner",
+    "simulator",
+    "grader",
+    "comparator",
+    "subject-join",
+    "outcome-join",
+    "sink",
+    "alerts",
+    "all",
+)
 # `all` = every processor and the sink (the alert tail prints; run it on its own).
-ALL_KINDS = ("planner", "simulator", "grader", "comparator", "outcome-join", "sink")
+ALL_KINDS = ("planner", "simulator", "grader", "comparator", "subject-join", "outcome-join", "sink")
 
 
 def _worker_command(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from agenttwin.kafka_args import ALL_KINDS, add_naming_args, add_worker_parser  
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
+from evaluation.claim_model import claim_classifier
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
@@ -33,7 +34,7 @@ from streams.kafka.reading import TopicTail, group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
-from streams.processors import Comparator, Grader, OutcomeJoin, Simulator
+from streams.processors import Comparator, Grader, OutcomeJoin, Simulator, SubjectJoin
 from streams.topics import ALL_TOPICS
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -88,8 +89,10 @@ def build_workers(
             workers += [FaustWorker(Grader(v, refine), bootstrap, naming, data_dir) for v in versions]
         elif kind == "comparator":
             workers.append(FaustWorker(Comparator(), bootstrap, naming, data_dir))  # every version, one group
+        elif kind == "subject-join":
+            workers.append(FaustWorker(SubjectJoin(), bootstrap, naming, data_dir))
         elif kind == "outcome-join":
-            workers.append(FaustWorker(OutcomeJoin(), bootstrap, naming, data_dir))
+            workers.append(FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir))
         elif kind == "sink":
             if warehouse is None:
                 raise ValueError("the sink worker needs a warehouse")

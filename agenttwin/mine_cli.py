@@ -14,24 +14,22 @@ from agenttwin.errors import CliError
 from agenttwin.mining import MiningError, draft, render
 from agenttwin.render import out
 from agenttwin.settings import load_settings
+from streams.embedded import DecodeError
 from streams.embedded_log import RUNTIME_LOG_DIR as EMBEDDED_LOG_DIR
-from streams.embedded_log import EmbeddedLog
 from streams.events import Event, OutcomeVerified, SpanRecorded
-from streams.kafka.codec import DecodeError, KafkaCodec
-from streams.kafka.naming import Naming
+from streams.log_reader import ReadOnlyLog
 
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 def _events(data_dir: Path, topic: str) -> list[Event]:
-    codec = KafkaCodec(Naming())
     found: list[Event] = []
-    with EmbeddedLog(data_dir / EMBEDDED_LOG_DIR, read_only=True) as log:
-        if topic not in log.topics():
+    with ReadOnlyLog(data_dir) as reader:  # no lock: beside a running ingest (streams/log_reader.py)
+        if topic not in reader.log.topics():
             return found
-        for record in log.read(topic, 0):
+        for record in reader.log.read(topic, 0):
             try:
-                found.append(codec.decode(record.value))
+                found.append(reader.decode(record))
             except DecodeError:
                 continue  # an undecodable record is the dead-letter path's business, not the miner's
     return found
@@ -67,7 +65,7 @@ def mine(args: argparse.Namespace) -> int:
     if not verifications:
         raise CliError(
             f"trace {trace} has no verified outcome: the miner turns what the system of record verified into "
-            "expectations (report one with OutcomeReporter.report_outcome)"
+            "expectations (report one with POST /v1/outcomes, by trace id or subject)"
         )
     latest = max(verifications, key=lambda e: (e.received_time, e.event_id))
     try:

@@ -5,8 +5,11 @@ What it takes and what it guesses:
 
 - the input message: the root span's `gen_ai.input.messages` (or `input.value`) when content was captured,
   else a placeholder to fill in (commented);
-- the tool sequence (execute_tool spans in start order): `metadata.generated.evidence` lines, one per call
-  with its recorded status, and `covers` entries;
+- the tool sequence (tool spans in start order, read as ingest reads them: streams/span_reading.py):
+  `metadata.generated.evidence` lines, one per call with its recorded status (`agenttwin.tool.result_status`,
+  else its error: span status, `error.type`, a result carrying an HTTP error status or an `error` field —
+  408/504 or a timeout is `timeout`, 429 `rate_limited`, 401/403 `denied`, anything else `error`), and
+  `covers` entries;
 - faults, from the recorded statuses, on that tool's call number: a write that timed out ->
   `timeout_after_mutation` (GUESS: the provider applied it before timing out - what the verification of a
   retried write usually shows; `timeout_before_mutation` if it did not), a read that timed out ->
@@ -23,17 +26,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from streams.events import OutcomeVerified, SpanRecorded
+from streams.span_reading import SpanReading, read_span
 from twin_engine.twin import Twin
 
 JSON = Any
 INPUT_ATTRIBUTES = ("gen_ai.input.messages", "input.value")
-TOOL_NAME_ATTRIBUTES = ("gen_ai.tool.name", "tool.name")
-ARGUMENT_ATTRIBUTES = ("gen_ai.tool.call.arguments", "tool.parameters", "input.value")
 READ_RISKS = ("READ",)
 FAILED_OUTCOMES = ("FAILURE", "PARTIAL")
 PLACEHOLDER_MESSAGE = "REPLACE ME: the customer's message (content capture was off for this trace)"
@@ -76,42 +78,44 @@ class Draft:
 
 
 def tool_calls(spans: Sequence[SpanRecorded], twin: Twin) -> list[MinedCall]:
-    """The trace's tool calls in the order they started."""
+    """The trace's tool calls in the order they started, read like ingest reads them (streams/span_reading.py:
+    AgentTwin's, GenAI and OpenInference tool spans)."""
     out: list[MinedCall] = []
     counts: dict[str, int] = {}
     for span in sorted(spans, key=lambda s: (s.start_unix_nano, s.span_id)):
-        attrs = span.attributes
-        tool = next((attrs[a] for a in TOOL_NAME_ATTRIBUTES if attrs.get(a)), None)
-        kind = attrs.get("gen_ai.operation.name") or attrs.get("openinference.span.kind", "").lower()
-        if tool is None or kind not in ("execute_tool", "tool", ""):
+        reading = read_span(span)
+        if not reading.is_tool or reading.tool_name is None:
             continue
+        tool = reading.tool_name
         counts[tool] = counts.get(tool, 0) + 1
         known = twin.tools.get(tool)
-        risk = attrs.get("agenttwin.tool.risk") or (known.risk if known is not None else "WRITE_IRREVERSIBLE")
-        out.append(MinedCall(len(out) + 1, tool, counts[tool], _status(span), risk.upper(), _arguments(attrs)))
+        risk = reading.tool_risk or (known.risk if known is not None else "WRITE_IRREVERSIBLE")
+        arguments = dict(reading.tool_arguments) if reading.tool_arguments is not None else None
+        out.append(MinedCall(len(out) + 1, tool, counts[tool], _status(span, reading), risk.upper(), arguments))
     return out
 
 
-def _status(span: SpanRecorded) -> str:
+_HTTP = re.compile(r"\bhttp (\d{3})\b")
+
+
+def _status(span: SpanRecorded, reading: SpanReading) -> str:
+    """The call's recorded status; else what its error says (the span's status, `error.type`, or a result that
+    carries an HTTP error status or an `error` field: a thin tool's 504 as data is a timeout)."""
     recorded = span.attributes.get("agenttwin.tool.result_status")
     if recorded:
         return recorded
-    if span.status_code.upper().endswith("ERROR"):
-        text = f"{span.status_message or ''} {span.attributes.get('error.type', '')}".lower()
-        return "timeout" if "timeout" in text or "timed out" in text else "error"
-    return "ok"
-
-
-def _arguments(attrs: Mapping[str, str]) -> dict[str, JSON] | None:
-    for name in ARGUMENT_ATTRIBUTES:
-        raw = attrs.get(name)
-        if raw:
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None
+    if reading.tool_error is None:
+        return "ok"
+    text = f"{reading.tool_error} {span.attributes.get('error.type', '')}".lower()
+    http = _HTTP.search(text)
+    code = int(http.group(1)) if http else None
+    if code in (408, 504) or "timeout" in text or "timed out" in text:
+        return "timeout"
+    if code == 429 or "rate limit" in text:
+        return "rate_limited"
+    if code in (401, 403):
+        return "denied"
+    return "error"
 
 
 def input_message(root: SpanRecorded | None) -> str | None:
@@ -166,8 +170,9 @@ def draft(spans: Sequence[SpanRecorded], verification: OutcomeVerified, twin: Tw
         raise MiningError(f"no spans of trace {verification.trace_id}")
     root = root_span(spans)
     calls = tool_calls(spans, twin)
-    attrs = root.attributes if root is not None else {}
-    agent = attrs.get("agenttwin.agent.name") or attrs.get("gen_ai.agent.name") or verification.agent or "agent"
+    readings = [read_span(s) for s in spans]
+    named = max(readings, key=lambda r: r.agent_name_rank)  # as the outcome join names the trace's agent
+    agent = named.agent_name or verification.agent or "agent"
     message = input_message(root)
     note = (
         "captured in production (gen_ai.input.messages)"

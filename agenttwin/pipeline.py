@@ -21,7 +21,8 @@ from streams import ids
 from streams.convert import graded_from_verdict
 from streams.embedded import DecodeError, EmbeddedRuntime, Progress, RunStats
 from streams.events import CaseVerdicted, EvaluationRequested, Event, PairPlanned
-from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator
+from streams.log_reader import adopt_dead_letters
+from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator, SubjectJoin
 from twin_engine.canonical import canonical_json
 
 Refine = Callable[[GradedCase], GradedCase]
@@ -49,6 +50,7 @@ def open_embedded(settings: Settings, data_dir: Path | None = None, *, checkpoin
     root.mkdir(parents=True, exist_ok=True)
     runtime = EmbeddedRuntime(root, checkpoints=checkpoints)
     try:
+        adopt_dead_letters(runtime)  # dead letters of consumers that ran beside an earlier writer
         warehouse = open_warehouse(settings.clickhouse_url, root)
     except BaseException:
         runtime.close()
@@ -111,7 +113,7 @@ def processors(
     out: list[Processor] = [Planner(), Simulator(concurrency)] if simulate else []
     out += [Grader(v, refine) for v in versions]
     out.append(Comparator())  # one comparator for every version on the topic
-    out.append(OutcomeJoin())
+    out += [SubjectJoin(), OutcomeJoin()]  # the subject join feeds the outcome join verifications by subject
     return out
 
 

@@ -371,12 +371,7 @@ def sql(args: argparse.Namespace) -> int:
             sync_warehouse_from_kafka(bootstrap, wh, naming=naming_for(args, settings))  # project anything new first
             result = wh.read_only_query(args.query)
     else:
-        _, emb = _open(args)
-        with emb:
-            from consumers.embedded_sink import sync
-
-            sync(emb.runtime, emb.warehouse)  # project anything new first
-            result = emb.warehouse.read_only_query(args.query)
+        result = _embedded_query(args, settings)
     out(render_rows(list(result.columns), [list(r) for r in result.rows], args.format))
     return 0
 
@@ -420,19 +415,50 @@ def rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data_dir_of(args: argparse.Namespace, settings: Settings) -> Path:
+    given = getattr(args, "data_dir", None)
+    return Path(given).expanduser() if given else settings.resolved_data_dir
+
+
+def _embedded_query(args: argparse.Namespace, settings: Settings) -> Any:
+    """Query the projections of the embedded log. When another process writes the data directory (ingest,
+    evaluate, ...), the log is read read-only and projected into a reader's own copy (consumers/reader_sink.py)."""
+    from streams._log_support import LogLockedError
+
+    try:
+        _, emb = _open(args)
+    except LogLockedError:
+        from consumers.reader_sink import ReadersBusy, reader_warehouse
+
+        try:
+            with reader_warehouse(_data_dir_of(args, settings), settings.clickhouse_url) as warehouse:
+                return warehouse.read_only_query(args.query)
+        except ReadersBusy as exc:
+            raise CliError(str(exc)) from None
+    with emb:
+        from consumers.embedded_sink import sync
+
+        sync(emb.runtime, emb.warehouse)  # project anything new first
+        return emb.warehouse.read_only_query(args.query)
+
+
 def events_tail(args: argparse.Namespace) -> int:
     if args.topic not in TOPIC_BY_NAME:
         raise CliError(f"unknown topic {args.topic!r}; topics: {', '.join(sorted(TOPIC_BY_NAME))}")
-    _, emb = _open(args)
-    with emb:
-        log = emb.runtime.log
+    from streams.log_reader import ReadOnlyLog
+
+    root = _data_dir_of(args, load_settings())
+    if not (root / "topics-log").is_dir():
+        return 0
+    with ReadOnlyLog(root) as reader:  # a reader: no lock, so it runs beside whatever writes the directory
+        log = reader.log
         if args.topic not in log.topics():
             return 0
         end = log.end_offset(args.topic)
         start = 0 if args.from_beginning or args.limit is None else max(0, end - args.limit)
         for record in log.read(args.topic, start, max_records=args.limit):
             try:
-                event = emb.runtime.decode(record)
+                event = reader.decode(record)
             except Exception as exc:  # show undecodable records instead of stopping the tail
                 out(f"{record.offset}\tUNDECODABLE\t{exc}")
                 continue

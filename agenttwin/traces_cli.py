@@ -107,11 +107,15 @@ def _bootstrap(args: argparse.Namespace, settings: Settings) -> str | None:
 
 def ingest(args: argparse.Namespace) -> int:
     from agenttwin.settings import load_settings
+    from evaluation.claim_model import claim_classifier
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
-    from producers.otlp.live import LiveProcessor
+    from producers.otlp.live import LiveProcessor, run_every
+    from producers.otlp.outcomes import OUTCOMES_PATH
     from producers.otlp.publishing import SerializedPublisher
     from producers.otlp.server import TRACES_PATH, make_server
+    from streams.log_reader import adopt_dead_letters
     from streams.processors.outcome_join import OutcomeJoin
+    from streams.processors.subject_join import SubjectJoin
 
     settings, ingest_settings = load_settings(), IngestSettings()
     try:
@@ -122,6 +126,10 @@ def ingest(args: argparse.Namespace) -> int:
         raise CliError("no API keys: pass --api-keys FILE or set AGENTTWIN_INGEST_API_KEYS (KEY=TENANT,...)")
     max_body = args.max_body_bytes or ingest_settings.max_body_bytes
     bootstrap = _bootstrap(args, settings)
+    try:
+        classifier = claim_classifier()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     stop = threading.Event()
     closers: list[Any] = []
     if bootstrap:
@@ -151,9 +159,18 @@ def ingest(args: argparse.Namespace) -> int:
             closer.close()
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if not bootstrap and args.join_every > 0:
-        LiveProcessor(runtime, OutcomeJoin(), publisher).run_every(args.join_every, stop)
-        where += f", outcome join every {args.join_every:g} s"
-    out(f"agenttwin ingest: {server.url}{TRACES_PATH} ({len(keys)} API key(s); {where})")
+        joins = [
+            LiveProcessor(runtime, SubjectJoin(), publisher),
+            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher),
+        ]
+
+        def adopt() -> int:  # dead letters a webhook beside this writer made (streams/log_reader.py)
+            with publisher.lock:
+                return adopt_dead_letters(runtime)
+
+        run_every(joins, args.join_every, stop, also=[adopt])
+        where += f", subject and outcome joins every {args.join_every:g} s"
+    out(f"agenttwin ingest: {server.url}{TRACES_PATH} and {OUTCOMES_PATH} ({len(keys)} API key(s); {where})")
     sys.stdout.flush()
     try:
         server.serve_forever()
@@ -212,7 +229,13 @@ def parse_headers(values: list[str]) -> dict[str, str]:
 
 def alerts_webhook(args: argparse.Namespace) -> int:
     from agenttwin.settings import load_settings
-    from consumers.webhook import WebhookSender, WebhookStats, webhook_embedded, webhook_kafka
+    from consumers.webhook import (
+        WebhookSender,
+        WebhookStats,
+        webhook_beside_writer,
+        webhook_embedded,
+        webhook_kafka,
+    )
     from streams._log_support import LogLockedError
 
     settings = load_settings()
@@ -239,14 +262,17 @@ def alerts_webhook(args: argparse.Namespace) -> int:
         else:
             from streams.embedded import EmbeddedRuntime
 
+            data_dir = _data_dir(args, settings)
             try:
-                runtime = EmbeddedRuntime(_data_dir(args, settings))
-            except LogLockedError as exc:
-                raise CliError(
-                    f"{exc}; on the embedded log run the webhook when nothing else writes, or use --kafka"
-                ) from None
-            with runtime:
-                stats = webhook_embedded(runtime, sender, group=args.group, follow=args.follow)
+                runtime = EmbeddedRuntime(data_dir)
+            except LogLockedError:  # another process writes: deliver beside it (streams/log_reader.py)
+                try:
+                    stats = webhook_beside_writer(data_dir, sender, group=args.group, follow=args.follow)
+                except LogLockedError as exc:
+                    raise CliError(f"{exc}: another `alerts webhook --group {args.group}` is running") from None
+            else:
+                with runtime:
+                    stats = webhook_embedded(runtime, sender, group=args.group, follow=args.follow)
     finally:
         sender.close()
     out(f"delivered {stats.delivered}, dead-lettered {stats.dead_lettered} ({stats.attempts} POST attempt(s))")

@@ -47,8 +47,10 @@ def alert_json(alert: ContradictionDetected) -> str:
 def alert_line(alert: ContradictionDetected) -> str:
     """One human line: when, kind, who, which trace and tool, claimed vs verified, why."""
     who = " ".join(p for p in (alert.agent, alert.agent_version) if p) or "unknown agent"
-    where = f"trace {alert.trace_id}" + (f" tool {alert.tool}" if alert.tool else "")
-    verdict = f"claimed {alert.claimed_status or '-'}, verified {alert.verified_status or '-'}"
+    where = f"trace {alert.trace_id or '-'}" + (f" tool {alert.tool}" if alert.tool else "")
+    where += f" subject {alert.subject}" if alert.subject else ""
+    inferred = f" (inferred by {alert.claim_inferred_by})" if alert.claim_inferred_by else ""
+    verdict = f"claimed {alert.claimed_status or '-'}{inferred}, verified {alert.verified_status or '-'}"
     if alert.source:
         verdict += f" ({alert.source})"
     tenant = f"[{alert.tenant}] " if alert.tenant else ""

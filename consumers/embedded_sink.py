@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from consumers import sink_progress
 from consumers.clickhouse import Warehouse, WarehouseError
 from consumers.sink import Delivered, drop_projections, ensure_schema, sink_batch
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
+from streams.embedded_log import EmbeddedLog, LogRecord
+from streams.events import Event
 from streams.topics import ALL_TOPICS
 
 SINK_GROUP = "clickhouse-sink"  # the sink's stage name in dead letters (its progress is in the warehouse)
@@ -29,30 +32,48 @@ def sync(runtime: EmbeddedRuntime, warehouse: Warehouse, *, batch_size: int = 50
 
     Each batch is recorded in the warehouse's `sink_offsets` around its insert; a batch left unfinished
     by a crash is redone first, exactly, so no row is ever inserted twice."""
+
+    def letter(exc: DecodeError, record: LogRecord) -> int:  # its id is fixed by its offset: a redo adds none
+        return runtime.publish([dead_letter(SINK_GROUP, exc.reason, str(exc), record)])
+
+    return project_log(runtime.log, runtime.decode, warehouse, undecodable=letter, batch_size=batch_size)
+
+
+def project_log(
+    log: EmbeddedLog,
+    decode: Callable[[LogRecord], Event],
+    warehouse: Warehouse,
+    *,
+    undecodable: Callable[[DecodeError, LogRecord], int],
+    batch_size: int = 5000,
+) -> SinkStats:
+    """The sink's loop over an embedded log (the writer's, or one opened read-only by a reader): from the
+    warehouse's own offsets, batch by batch; `undecodable` handles a record that does not decode and says
+    how many dead letters it wrote."""
     ensure_schema(warehouse)
     source = sink_progress.EMBEDDED_SOURCE
     positions = sink_progress.load(warehouse, source)
     for (topic_name, _), held in sorted(positions.items()):
-        if held.next > runtime.log.end_offset(topic_name):
+        if held.next > log.end_offset(topic_name):
             raise ProgressPastLogError(
                 f"the warehouse {warehouse.database} has projected topic {topic_name} up to offset "
-                f"{held.next} but the topic ends at {runtime.log.end_offset(topic_name)} (the topics were "
+                f"{held.next} but the topic ends at {log.end_offset(topic_name)} (the topics were "
                 "replaced): run `agenttwin rebuild` to re-project them"
             )
     stats = SinkStats()
     for topic in ALL_TOPICS:  # dead-letters last, so letters written below are projected in this pass
-        if topic.name not in runtime.log.topics():
+        if topic.name not in log.topics():
             continue
         position = positions.get((topic.name, 0))
         start = 0 if position is None else position.first if not position.done else position.next
         redo_end = position.next if position is not None and not position.done else None
         batch: list[Delivered] = []
         first = end = start
-        for record in runtime.log.read(topic.name, start):
+        for record in log.read(topic.name, start):
             try:
-                batch.append(Delivered(topic.name, 0, record.offset, runtime.decode(record)))
-            except DecodeError as exc:  # the letter's id is fixed by its offset: a redo appends nothing new
-                stats.dead_letters += runtime.publish([dead_letter(SINK_GROUP, exc.reason, str(exc), record)])
+                batch.append(Delivered(topic.name, 0, record.offset, decode(record)))
+            except DecodeError as exc:
+                stats.dead_letters += undecodable(exc, record)
             end = record.offset + 1
             if end == redo_end or (redo_end is None and end - first >= batch_size):
                 stats.rows += sink_batch(warehouse, source, batch, {(topic.name, 0): (first, end)})

@@ -18,6 +18,7 @@ from streams.events import (
     CaseFinished,
     CasePlanned,
     CaseVerdicted,
+    ClaimRead,
     ComparisonMade,
     ContradictionDetected,
     DeadLettered,
@@ -29,6 +30,8 @@ from streams.events import (
     OutcomeVerified,
     PairPlanned,
     SpanRecorded,
+    SubjectLinked,
+    SubjectVerified,
     TwinCallRecorded,
 )
 
@@ -42,6 +45,9 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     ExpectationResulted: "expectation_results",
     CaseVerdicted: "verdicts",
     OutcomeVerified: "verified_outcomes",
+    SubjectLinked: "subject_links",
+    SubjectVerified: "subject_verifications",
+    ClaimRead: "claims",
     ComparisonMade: "comparisons",
     ContradictionDetected: "contradictions",
     HumanReviewed: "reviews",
@@ -50,7 +56,8 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
 }
 DDL_FILES = ("tables.sql", "views.sql", "sink.sql")
 SINK_TABLES = ("sink_offsets", "sink_identity")
-_CREATED = re.compile(r"CREATE (TABLE|VIEW) IF NOT EXISTS (\w+)")
+# `CREATE OR REPLACE VIEW` for a view whose columns changed: an old warehouse gets the new one on its next start
+_CREATED = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|VIEW) (?:IF NOT EXISTS )?(\w+)")
 
 
 def columns_of(event_type: type[Event]) -> list[str]:
@@ -86,7 +93,7 @@ def ddl(database: str) -> str:
         name = match.group(2)
         return f"{match.group(1)}{quote_identifier(f'{database}.{name}')}" if name in names else match.group(0)
 
-    text = re.sub(r"(CREATE (?:TABLE|VIEW) IF NOT EXISTS |ALTER TABLE )(\w+)", qualify, text)
+    text = re.sub(r"(CREATE (?:OR REPLACE )?(?:TABLE|VIEW) (?:IF NOT EXISTS )?|ALTER TABLE )(\w+)", qualify, text)
     return re.sub(r"(\b(?:FROM|JOIN)\s+)(\w+)\b", qualify, text)
 
 

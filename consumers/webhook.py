@@ -14,16 +14,19 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
 from consumers.alerts import TOPIC, alert_json
+from streams._log_support import GroupOffsets
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
-from streams.embedded_log import LogRecord
-from streams.events import ContradictionDetected, DeadLettered
+from streams.embedded_log import EmbeddedLog, LogRecord
+from streams.events import ContradictionDetected, DeadLettered, Event
 from streams.kafka.codec import KafkaCodec, SourceRef
 from streams.kafka.codec import dead_letter as kafka_dead_letter
 from streams.kafka.naming import Naming
+from streams.log_reader import ReadOnlyLog, consumer_dir
 from streams.publisher import Publisher
 
 STAGE = "webhook"
@@ -105,16 +108,22 @@ def _letter(letter: DeadLettered, delivery: Delivery) -> DeadLettered:
 # --- embedded log -----------------------------------------------------------------------------------------
 
 
-def _handle_embedded(runtime: EmbeddedRuntime, sender: WebhookSender, record: LogRecord, stats: WebhookStats) -> None:
+def _handle_embedded(
+    decode: Callable[[LogRecord], Event],
+    dead_letters: Callable[[list[Event]], object],
+    sender: WebhookSender,
+    record: LogRecord,
+    stats: WebhookStats,
+) -> None:
     try:
-        event = runtime.decode(record)
+        event = decode(record)
     except DecodeError as exc:
         stats.dead_lettered += 1
-        runtime.publish([dead_letter(STAGE, exc.reason, str(exc), record)])
+        dead_letters([dead_letter(STAGE, exc.reason, str(exc), record)])
         return
     if not isinstance(event, ContradictionDetected):
         stats.dead_lettered += 1
-        runtime.publish([dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record)])
+        dead_letters([dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record)])
         return
     delivery = sender.deliver(alert_json(event), event.alert_id)
     stats.attempts += delivery.attempts
@@ -122,7 +131,30 @@ def _handle_embedded(runtime: EmbeddedRuntime, sender: WebhookSender, record: Lo
         stats.delivered += 1
         return
     stats.dead_lettered += 1
-    runtime.publish([_letter(dead_letter(STAGE, delivery.reason, delivery.detail, record), delivery)])
+    dead_letters([_letter(dead_letter(STAGE, delivery.reason, delivery.detail, record), delivery)])
+
+
+def _deliver(
+    log: EmbeddedLog,
+    decode: Callable[[LogRecord], Event],
+    dead_letters: Callable[[list[Event]], object],
+    committed: Callable[[], int],
+    commit: Callable[[int], None],
+    sender: WebhookSender,
+    *,
+    follow: bool,
+    poll_s: float,
+    stop: ShouldStop,
+) -> WebhookStats:
+    stats = WebhookStats()
+    while True:
+        if TOPIC in log.topics():
+            for record in log.read(TOPIC, committed()):
+                _handle_embedded(decode, dead_letters, sender, record, stats)
+                commit(record.offset + 1)
+        if not follow or stop():
+            return stats
+        time.sleep(poll_s)
 
 
 def webhook_embedded(
@@ -134,18 +166,52 @@ def webhook_embedded(
     poll_s: float = 0.5,
     stop: ShouldStop = lambda: False,
 ) -> WebhookStats:
-    """Deliver the alerts after the group's committed offset, committing after each one."""
-    stats = WebhookStats()
+    """Deliver the alerts after the group's committed offset, committing after each one (this process writes
+    the data directory: offsets and dead letters go to its log)."""
     log = runtime.log
-    while True:
-        offset = log.committed(group, TOPIC)
-        if TOPIC in log.topics():
-            for record in log.read(TOPIC, offset):
-                _handle_embedded(runtime, sender, record, stats)
-                log.commit(group, TOPIC, record.offset + 1)
-        if not follow or stop():
-            return stats
-        time.sleep(poll_s)
+    return _deliver(
+        log,
+        runtime.decode,
+        runtime.publish,
+        lambda: log.committed(group, TOPIC),
+        lambda offset: log.commit(group, TOPIC, offset),
+        sender,
+        follow=follow,
+        poll_s=poll_s,
+        stop=stop,
+    )
+
+
+def webhook_beside_writer(
+    data_dir: Path,
+    sender: WebhookSender,
+    *,
+    group: str = GROUP,
+    follow: bool = False,
+    poll_s: float = 0.5,
+    stop: ShouldStop = lambda: False,
+) -> WebhookStats:
+    """The same while another process writes the data directory (streams/log_reader.py): the log is read
+    read-only; the group's offset and its dead letters live in `<data dir>/consumers/webhook-<group>/`, whose
+    lock admits one webhook per group; the writer adopts those dead letters into its `dead-letters` topic.
+    It starts after whichever is further: its own offset or the group's offset in the writer's log."""
+    with EmbeddedRuntime(consumer_dir(data_dir, f"webhook-{group}")) as side, ReadOnlyLog(data_dir) as reader:
+        (side.data_dir / "progress").mkdir(exist_ok=True)
+        progress = GroupOffsets(side.data_dir / "progress", fsync=True, cache=True)
+        start = max(progress.get(group, TOPIC), reader.log.committed(group, TOPIC))
+        if progress.get(group, TOPIC) != start:
+            progress.put(group, TOPIC, start)
+        return _deliver(
+            reader.log,
+            reader.decode,
+            side.publish,
+            lambda: progress.get(group, TOPIC),
+            lambda offset: progress.put(group, TOPIC, offset),
+            sender,
+            follow=follow,
+            poll_s=poll_s,
+            stop=stop,
+        )
 
 
 # --- Kafka ------------------------------------------------------------------------------------------------

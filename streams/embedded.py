@@ -142,6 +142,21 @@ def quarantine_dead_letter(item: Quarantined, stage: str) -> DeadLettered:
     )
 
 
+def decode_record(schemas: SchemaStore, record: LogRecord) -> Event:
+    """The event a log record holds; DecodeError (with its dead-letter reason) when it holds none."""
+    try:
+        decoded = schemas.decode(record.value)
+    except WireError as exc:
+        raise DecodeError(exc.reason.value, exc.message) from None
+    event_type = EVENT_BY_SCHEMA.get(decoded.name)
+    if event_type is None:
+        raise DecodeError("UNKNOWN_EVENT_TYPE", f"no event model for schema {decoded.name}")
+    try:
+        return event_type.from_record(decoded.record)
+    except (TypeError, ValueError) as exc:
+        raise DecodeError("INVALID_EVENT", str(exc)) from None
+
+
 class EmbeddedRuntime:
     def __init__(
         self,
@@ -207,17 +222,7 @@ class EmbeddedRuntime:
         return NewRecord(value=value, key=event.key, headers=headers, timestamp_ms=event_time_ms(event))
 
     def decode(self, record: LogRecord) -> Event:
-        try:
-            decoded = self.schemas.decode(record.value)
-        except WireError as exc:
-            raise DecodeError(exc.reason.value, exc.message) from None
-        event_type = EVENT_BY_SCHEMA.get(decoded.name)
-        if event_type is None:
-            raise DecodeError("UNKNOWN_EVENT_TYPE", f"no event model for schema {decoded.name}")
-        try:
-            return event_type.from_record(decoded.record)
-        except (TypeError, ValueError) as exc:
-            raise DecodeError("INVALID_EVENT", str(exc)) from None
+        return decode_record(self.schemas, record)
 
     def publish(self, events: Iterable[Event]) -> int:
         """Append events to their topics, skipping any whose event id a topic already holds."""

@@ -1,7 +1,8 @@
 """Every topic, declared once: name, partitions, retention. Both runtimes and the sink read this.
 
-Topics that are joined (twin-calls x cases by case_id, spans x verified-outcomes by trace_id, verdicts by
-evaluation_id) share one partition count so that a key lands on the same partition number on both sides.
+Topics that are joined (twin-calls x cases by case_id, spans x verified-outcomes by trace_id, subject links x
+subject verifications by subject, verdicts by evaluation_id) share one partition count so that a key lands on
+the same partition number on both sides.
 Event topics are never compacted: they are the source of truth that replay re-reads from offset 0.
 """
 
@@ -32,6 +33,8 @@ VERDICTS = Topic("verdicts")
 VERIFIED_OUTCOMES = Topic("verified-outcomes")
 COMPARISONS = Topic("comparisons")
 CONTRADICTIONS = Topic("contradictions")
+SUBJECTS = Topic("subjects")  # SubjectLinked x SubjectVerified, keyed by the business subject
+CLAIMS = Topic("claims")
 REVIEWS = Topic("reviews")
 GATE_DECISIONS = Topic("gate-decisions")
 DEAD_LETTERS = Topic("dead-letters", partitions=1)
@@ -45,8 +48,10 @@ ALL_TOPICS: tuple[Topic, ...] = (
     EXPECTATION_RESULTS,
     VERDICTS,
     VERIFIED_OUTCOMES,
+    SUBJECTS,
     COMPARISONS,
     CONTRADICTIONS,
+    CLAIMS,
     REVIEWS,
     GATE_DECISIONS,
     DEAD_LETTERS,

@@ -1,11 +1,12 @@
 """An agent that states no claim: what its final answer claims, marked as inferred.
 
 No framework produces `claimed_outcome`; its final answer is all there is. The claim is then read from
-that answer by the deterministic final-answer classifier (`evaluation.claim_reader.read_claim`, issue 19
-item 4) and carries the name of the rules that read it (`inferred_by`), so nobody mistakes it for what the
-agent said. Until that classifier is in this tree the hook below answers UNKNOWN, inferred by "none":
-UNKNOWN is never a disproved success (evaluation/contradiction.py), so a missing reader can hide a
-contradiction but never invent one.
+that answer by the deterministic final-answer classifier (`evaluation.claim_reader.read_claim`, its rules
+documented there) and carries the name of the rules that read it (`inferred_by`, "rules-v1"), so nobody
+mistakes it for what the agent said. Evaluation always uses the deterministic rules, never the opt-in
+model classifier (evaluation/claim_model.py): the same reply must give the same verdict. Should the reader
+be missing (a trimmed install), the hook answers UNKNOWN, inferred by "none": UNKNOWN is never a disproved
+success (evaluation/contradiction.py), so a missing reader can hide a contradiction but never invent one.
 """
 
 from __future__ import annotations

@@ -6,12 +6,18 @@ event's `tenant` field — the one every downstream stage filters on — is the 
 (tenant, trace_id, span_id), so a batch re-sent by its tenant is deduplicated and another tenant's span
 with the same ids is a different span. Every span carries the time the receiver got it (`received_at`);
 an end time beyond the documented skew from it is flagged in `clock_skew` (streams/clock.py).
+
+Whatever instrumentation wrote a span (AgentTwin's SDK, OpenTelemetry GenAI, OpenInference), what it says
+is read once here (streams/span_reading.py) into the event's `span_role`, `tool_name`, `tool_error`,
+`agent_name` and `agent_version`; the attributes stay as sent. Each business subject a span names (a write
+tool's `order_id`, an `agenttwin.subject` attribute) becomes a SubjectLinked event keyed by the subject, so
+a verification that names only the subject can find the trace (streams/processors/subject_join.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -19,7 +25,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span, Status
 
 from producers.otlp.attributes import flatten
 from streams import clock, ids
-from streams.events import SpanRecorded
+from streams.events import SpanRecorded, SubjectLinked
+from streams.span_reading import read_span
 
 SOURCE_ATTRIBUTE = "agenttwin.source"
 PRODUCTION = "production"
@@ -34,6 +41,7 @@ class MappedBatch:
     events: list[SpanRecorded]
     rejected: int = 0
     problems: dict[str, int] = field(default_factory=dict)  # reason -> spans rejected for it
+    links: list[SubjectLinked] = field(default_factory=list)  # the business subjects the spans name
 
     @property
     def error_message(self) -> str:
@@ -101,7 +109,7 @@ def to_event(
     end = span.end_time_unix_nano or span.start_time_unix_nano
     parent = span.parent_span_id.hex() if any(span.parent_span_id) else None
     occurred_at = event_time(end)
-    return SpanRecorded(
+    event = SpanRecorded(
         event_id=ids.span_event_id(tenant, trace_id, span_id),
         occurred_at=occurred_at,
         received_at=received_at,
@@ -122,11 +130,39 @@ def to_event(
         attributes=attributes,
         resource_attributes=resource,
     )
+    return event
+
+
+def interpreted(event: SpanRecorded) -> tuple[SpanRecorded, list[SubjectLinked]]:
+    """The span with what it says filled in, and one link per business subject it names."""
+    reading = read_span(event)
+    span = replace(
+        event,
+        span_role=reading.role,
+        tool_name=reading.tool_name,
+        tool_error=reading.tool_error,
+        agent_name=reading.agent_name,
+        agent_version=reading.agent_version,
+    )
+    return span, [
+        SubjectLinked(
+            event_id=ids.event_id("SubjectLinked", span.tenant or "", subject, span.trace_id, tool or ""),
+            occurred_at=span.occurred_at,
+            received_at=span.received_at,
+            correlation_id=span.trace_id,
+            tenant=span.tenant,
+            subject=subject,
+            trace_id=span.trace_id,
+            tool=tool,
+        )
+        for subject, tool in reading.subjects
+    ]
 
 
 def map_request(request: ExportTraceServiceRequest, tenant: str, *, received_at: datetime) -> MappedBatch:
     """The request's valid spans under `tenant`, each stamped with the receive time `received_at`."""
     events: list[SpanRecorded] = []
+    links: list[SubjectLinked] = []
     problems: Counter[str] = Counter()
     for resource_spans in request.resource_spans:
         resource = flatten(resource_spans.resource.attributes)
@@ -137,5 +173,7 @@ def map_request(request: ExportTraceServiceRequest, tenant: str, *, received_at:
                 if reason is not None:
                     problems[reason] += 1
                     continue
-                events.append(to_event(span, resource, scope, tenant, received_at))
-    return MappedBatch(events, sum(problems.values()), dict(problems))
+                event, linked = interpreted(to_event(span, resource, scope, tenant, received_at))
+                events.append(event)
+                links += linked
+    return MappedBatch(events, sum(problems.values()), dict(problems), links=links)

@@ -1,7 +1,9 @@
-"""The OTLP/HTTP receiver: `POST /v1/traces` on a standard-library threading HTTP server.
+"""The OTLP/HTTP receiver: `POST /v1/traces` (spans) and `POST /v1/outcomes` (verifications from a system of
+record, producers/otlp/outcomes.py) on a standard-library threading HTTP server.
 
 Order of checks (first failure answers, nothing is written): 404 path, 401 API key, 415 content type
-or encoding, 411/413 length, 400 body (malformed, or nested too deeply). Spans are acknowledged (200)
+or encoding (outcomes: JSON only), 411/413 length, 400 body (malformed, nested too deeply, or an outcome
+report that breaks its schema). Spans are acknowledged (200)
 only after the Publisher returned, i.e. after they are durable; a Publisher failure answers 503 with
 Retry-After so exporters retry, and redelivery is harmless because event ids are deterministic. Any
 other failure is a 500 reply, logged: a request always gets an answer, never a dropped connection.
@@ -14,6 +16,7 @@ connections waits in the kernel's queue instead of being reset while the accept 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import Counter
@@ -35,8 +38,10 @@ from producers.otlp.codec import (
 )
 from producers.otlp.keys import API_KEY_HEADER, ApiKeys, key_from_headers
 from producers.otlp.mapping import map_request
+from producers.otlp.outcomes import OUTCOMES_PATH, parse_report, report_event
 from producers.otlp.publishing import serialized
 from streams.clock import wall_clock
+from streams.events import Event, OutcomeVerified
 from streams.publisher import Publisher
 
 TRACES_PATH = "/v1/traces"
@@ -55,6 +60,8 @@ class IngestStats:
     refused: Counter[int] = field(default_factory=Counter)  # HTTP status -> requests refused
     publish_errors: int = 0
     last_error: str | None = None
+    outcomes_accepted: int = 0
+    outcomes_written: int = 0  # accepted minus retries of a report already stored
 
 
 @dataclass
@@ -103,24 +110,40 @@ class Receiver:
             raise IngestError(413, f"body of {length} bytes exceeds {self.max_body_bytes}")
         return length
 
+    def _publish(self, events: list[Event], what: str) -> int:
+        try:
+            return self.publisher.publish(events)
+        except Exception as exc:  # the ingest boundary: record it, answer retryable, keep serving
+            with self._stats_lock:
+                self.stats.publish_errors += 1
+                self.stats.last_error = f"{type(exc).__name__}: {exc}"
+            _log.exception("publishing %d %s failed", len(events), what)
+            raise IngestError(503, f"{what} could not be stored; retry later") from exc
+
     def accept(self, tenant: str, body: bytes, content_type: str, encoding: str | None) -> Accepted:
         data = decompress(body, encoding, self.max_body_bytes)
         batch = map_request(parse_request(data, content_type), tenant, received_at=self.clock())
         written = 0
         if batch.events:
-            try:
-                written = self.publisher.publish(batch.events)
-            except Exception as exc:  # the ingest boundary: record it, answer retryable, keep serving
-                with self._stats_lock:
-                    self.stats.publish_errors += 1
-                    self.stats.last_error = f"{type(exc).__name__}: {exc}"
-                _log.exception("publishing %d span(s) failed", len(batch.events))
-                raise IngestError(503, "spans could not be stored; retry later") from exc
+            written = self._publish(list(batch.events), "spans")
+        if batch.links:  # after the spans: a retry of a request that failed here re-sends both
+            self._publish(list(batch.links), "subject links")
         with self._stats_lock:
             self.stats.spans_accepted += len(batch.events)
             self.stats.spans_written += written
             self.stats.spans_rejected += batch.rejected
         return Accepted(tenant, len(batch.events), written, batch.rejected, batch.error_message)
+
+    def accept_outcome(self, tenant: str, body: bytes, encoding: str | None) -> dict[str, object]:
+        """A verification report: checked, stored durably, answered with its event id."""
+        doc = parse_report(decompress(body, encoding, self.max_body_bytes))
+        event = report_event(doc, tenant, self.clock())
+        written = self._publish([event], "the outcome")
+        with self._stats_lock:
+            self.stats.outcomes_accepted += 1
+            self.stats.outcomes_written += written
+        by = "trace_id" if isinstance(event, OutcomeVerified) else "subject"
+        return {"event_id": event.event_id, "duplicate": written == 0, "matched_by": by, by: getattr(event, by)}
 
     def refused(self, status: int) -> None:
         with self._stats_lock:
@@ -139,18 +162,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.receiver.counted()
+        path = self.path.split("?", 1)[0]
         header_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        reply_type = PROTOBUF if header_type == PROTOBUF else JSON
+        reply_type = PROTOBUF if header_type == PROTOBUF and path == TRACES_PATH else JSON
         try:
-            if self.path.split("?", 1)[0] != TRACES_PATH:
-                raise IngestError(404, f"no such endpoint {self.path}; spans go to {TRACES_PATH}")
+            if path not in (TRACES_PATH, OUTCOMES_PATH):
+                raise IngestError(
+                    404, f"no such endpoint {self.path}; spans go to {TRACES_PATH}, verifications to {OUTCOMES_PATH}"
+                )
             tenant = self.receiver.authenticate(self.headers.get(API_KEY_HEADER), self.headers.get("Authorization"))
             content_type = media_type(self.headers.get("Content-Type"))
+            if path == OUTCOMES_PATH and content_type != JSON:
+                raise IngestError(415, f"unsupported content type {content_type}: outcome reports are {JSON}")
             length = self.receiver.check_length(self.headers.get("Content-Length"))
             body = self.rfile.read(length)
             if len(body) != length:
                 raise IngestError(400, "body shorter than Content-Length")
-            done = self.receiver.accept(tenant, body, content_type, self.headers.get("Content-Encoding"))
+            encoding = self.headers.get("Content-Encoding")
+            if path == OUTCOMES_PATH:
+                answer = self.receiver.accept_outcome(tenant, body, encoding)
+                reply = json.dumps(answer, sort_keys=True).encode("utf-8")
+            else:
+                done = self.receiver.accept(tenant, body, content_type, encoding)
+                reply = response_body(done.rejected, done.message, content_type)
         except IngestError as exc:
             self.receiver.refused(exc.status)
             self._reply(exc.status, status_body(exc.status, exc.message, reply_type), reply_type, close=True)
@@ -162,10 +196,10 @@ class _Handler(BaseHTTPRequestHandler):
                 500, status_body(500, "internal error; see the receiver's log", reply_type), reply_type, close=True
             )
             return
-        self._reply(200, response_body(done.rejected, done.message, content_type), content_type)
+        self._reply(200, reply, content_type)
 
     def do_GET(self) -> None:
-        self._reply(405, status_body(405, f"use POST {TRACES_PATH}", JSON), JSON, close=True)
+        self._reply(405, status_body(405, f"use POST {TRACES_PATH} or POST {OUTCOMES_PATH}", JSON), JSON, close=True)
 
     def _reply(self, status: int, body: bytes, content_type: str, *, close: bool = False) -> None:
         self.send_response(status)

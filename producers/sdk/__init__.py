@@ -1,7 +1,10 @@
 """The AgentTwin Python SDK: instrument agent runs (OpenTelemetry spans carrying CLAIMS) and report
 verified outcomes from the system of record (OutcomeVerified events carrying EVIDENCE).
 
-    from producers import sdk
+The public entry point is `from agenttwin import sdk` (agenttwin/sdk.py); this module is its
+implementation and stays importable as `producers.sdk`.
+
+    from agenttwin import sdk
     sdk.configure(tracer_provider=sdk.tracer_provider(url, key, service_name="refund-agent"))
     with sdk.agent_run("refund-agent", "1.3.0", session_id=s) as run:
         with sdk.tool_call("refund_payment", {"order_id": "ORD-1"}, risk="WRITE_IRREVERSIBLE") as call:
@@ -10,6 +13,8 @@ verified outcomes from the system of record (OutcomeVerified events carrying EVI
     # later, in the system of record:
     reporter = sdk.OutcomeReporter(publisher, tenant="acme")  # the tenant whose traces it verifies
     reporter.report_outcome(run.trace_id, "FAILURE", True, "external_callback", {"refund_count": 2})
+    # or, from any process, over HTTP, knowing only the order:
+    sdk.http_reporter().report_outcome(None, "FAILURE", True, "external_callback", subject="order:ORD-1")
 
 Module-level functions use one default AgentTwin (set by `configure`).
 """
@@ -23,10 +28,11 @@ from typing import Any
 from opentelemetry.trace import TracerProvider
 
 from producers.sdk.content import ContentPolicy
+from producers.sdk.http_outcomes import HttpOutcomePublisher, http_reporter
 from producers.sdk.outcome import VERIFICATION_SOURCES, Evidence, normalize_source, normalize_status
 from producers.sdk.reporter import OutcomeReporter, SdkStats
-from producers.sdk.setup import SdkSettings, tracer_provider
-from producers.sdk.tracing import AgentRun, AgentTwin, ModelTurn, ToolCall
+from producers.sdk.setup import SdkSettings, otlp_target, tracer_provider
+from producers.sdk.tracing import AgentRun, AgentTwin, ModelTurn, ToolCall, current_trace_id
 
 _default = AgentTwin()
 
@@ -71,13 +77,18 @@ def claim_outcome(status: str, business_outcome: str | None = None) -> None:
     _default.claim_outcome(status, business_outcome)
 
 
+def set_subject(subject: str) -> None:
+    _default.set_subject(subject)
+
+
 def report_outcome(
-    trace_id: str,
+    trace_id: str | None,
     status: str,
     verified: bool,
     source: str,
     evidence: Evidence = None,
     *,
+    subject: str | None = None,
     business_outcome: str | None = None,
     claimed_status: str | None = None,
     agent: str | None = None,
@@ -90,6 +101,7 @@ def report_outcome(
         verified,
         source,
         evidence,
+        subject=subject,
         business_outcome=business_outcome,
         claimed_status=claimed_status,
         agent=agent,
@@ -107,6 +119,7 @@ __all__ = [
     "AgentRun",
     "AgentTwin",
     "ContentPolicy",
+    "HttpOutcomePublisher",
     "ModelTurn",
     "OutcomeReporter",
     "SdkSettings",
@@ -116,10 +129,14 @@ __all__ = [
     "chat",
     "claim_outcome",
     "configure",
+    "current_trace_id",
     "default",
+    "http_reporter",
     "normalize_source",
     "normalize_status",
+    "otlp_target",
     "report_outcome",
+    "set_subject",
     "stats",
     "tool_call",
     "tracer_provider",

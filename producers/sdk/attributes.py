@@ -55,5 +55,8 @@ TOOL_RESULT_STATUSES = ("ok", "error", "timeout", "rate_limited", "denied", "inv
 # outcome (what the agent claims; verification travels as OutcomeVerified events)
 OUTCOME_CLAIMED = "agenttwin.outcome.claimed"
 OUTCOME_BUSINESS = "agenttwin.outcome.business"
+# set with a claim the agent did not state but an adapter read from its final answer (the classifier's name)
+OUTCOME_CLAIM_INFERRED_BY = "agenttwin.outcome.claim_inferred_by"
+SUBJECT = "agenttwin.subject"  # business subjects the run acts on, comma-separated entity:value
 
 ERROR_TYPE = "error.type"

@@ -16,7 +16,8 @@ from typing import Any
 
 from evaluation.outcome import MAX_BUSINESS_OUTCOME, UNAVAILABLE, normalize_outcome
 from streams import clock, ids
-from streams.events import OutcomeVerified
+from streams.events import OutcomeVerified, SubjectVerified
+from streams.span_reading import normalize_subject
 from twin_engine.canonical import canonical_json, sha256_hex
 
 VERIFICATION_SOURCES = (
@@ -74,8 +75,10 @@ def outcome_event(
     agent: str | None = None,
     agent_version: str | None = None,
     verifier_version: str = SYSTEM_OF_RECORD,
+    idempotency_key: str | None = None,
 ) -> OutcomeVerified:
     """`at`: when the outcome was verified, as the caller says; `received_at`: when it was reported (default `at`).
+    With an `idempotency_key`, the tenant's reports with that key are one event whatever they say.
 
     Raises ValueError for a malformed trace id or an empty tenant (the reporter's guard counts it)."""
     if not tenant or not tenant.strip():
@@ -85,7 +88,11 @@ def outcome_event(
     norm_status, norm_source = normalize_status(status), normalize_source(source)
     is_verified = bool(verified) and norm_source != UNAVAILABLE
     reason = evidence_text(evidence)
-    identity = sha256_hex([norm_status, is_verified, norm_source, reason, business_outcome, claimed_status])
+    identity = (
+        sha256_hex(["idempotency-key", idempotency_key])
+        if idempotency_key
+        else sha256_hex([norm_status, is_verified, norm_source, reason, business_outcome, claimed_status])
+    )
     return OutcomeVerified(
         # the same report twice is one event; a corrected report is a new one (the join keeps the latest)
         event_id=ids.verification_event_id(tenant, trace, verifier_version, identity),
@@ -104,4 +111,52 @@ def outcome_event(
         business_outcome=business_outcome[:MAX_BUSINESS_OUTCOME] if business_outcome else None,
         agent=agent,
         agent_version=agent_version,
+    )
+
+
+def subject_outcome_event(
+    subject: str,
+    status: str | None,
+    verified: bool,
+    source: str | None,
+    evidence: Evidence = None,
+    *,
+    tenant: str,
+    at: datetime,
+    received_at: datetime | None = None,
+    business_outcome: str | None = None,
+    verifier_version: str = SYSTEM_OF_RECORD,
+    idempotency_key: str | None = None,
+) -> SubjectVerified:
+    """A verification of a business subject (`order:ORD-1001`), for the tenant's traces that acted on it.
+
+    Raises ValueError for a malformed subject or an empty tenant."""
+    if not tenant or not tenant.strip():
+        raise ValueError("a verified outcome needs the tenant whose work it verifies")
+    norm_subject = normalize_subject(subject)
+    if norm_subject is None:
+        raise ValueError(f"a subject is entity:value, e.g. order:ORD-1001, not {subject!r}")
+    received = received_at or at
+    norm_status, norm_source = normalize_status(status), normalize_source(source)
+    is_verified = bool(verified) and norm_source != UNAVAILABLE
+    reason = evidence_text(evidence)
+    identity = (
+        sha256_hex(["idempotency-key", idempotency_key])
+        if idempotency_key
+        else sha256_hex([norm_status, is_verified, norm_source, reason, business_outcome])
+    )
+    return SubjectVerified(
+        event_id=ids.event_id("SubjectVerified", tenant, norm_subject, verifier_version, identity),
+        occurred_at=at,
+        received_at=received,
+        clock_skew=clock.clock_skew(at, received),
+        correlation_id=norm_subject,
+        tenant=tenant,
+        subject=norm_subject,
+        evaluator_version=verifier_version,
+        status=norm_status,
+        verified=is_verified,
+        source=norm_source,
+        reason=reason,
+        business_outcome=business_outcome[:MAX_BUSINESS_OUTCOME] if business_outcome else None,
     )

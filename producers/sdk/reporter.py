@@ -1,8 +1,10 @@
 """Report verified outcomes without ever blocking or failing the caller.
 
-`report_outcome` builds the event and puts it on a bounded queue (never waits): a full queue is a
-counted drop. One background thread publishes queued events in batches through the Publisher, retrying
-a failed batch a few times before counting it as failed. `guarded` is the one place the SDK swallows
+`report_outcome` builds the event — on a trace, or with `subject=` on a business subject such as
+`order:ORD-1001` — and puts it on a bounded queue (never waits): a full queue is a counted drop. One
+background thread publishes queued events in batches through the Publisher (the log, Kafka, or the
+receiver's HTTP endpoint: producers/sdk/http_outcomes.py), retrying a failed batch a few times before
+counting it as failed. `guarded` is the one place the SDK swallows
 exceptions; each is counted in `stats()` with its last message, never silently dropped.
 """
 
@@ -17,12 +19,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
-from producers.sdk.outcome import SYSTEM_OF_RECORD, Evidence, outcome_event
+from producers.sdk.outcome import SYSTEM_OF_RECORD, Evidence, outcome_event, subject_outcome_event
 from streams.clock import wall_clock
-from streams.events import OutcomeVerified
+from streams.events import OutcomeVerified, SubjectVerified
 from streams.publisher import Publisher
 
 T = TypeVar("T")
+Verification = OutcomeVerified | SubjectVerified
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], None]
 DEFAULT_QUEUE_SIZE = 1000
@@ -93,7 +96,7 @@ class OutcomeReporter:
         self.verifier_version = verifier_version
         self._clock, self._sleep, self._retry_delay = clock, sleep, retry_delay_s
         self._batch_size, self._attempts = max(1, batch_size), max(1, attempts)
-        self._queue: queue.Queue[OutcomeVerified | None] = queue.Queue(maxsize=max(1, max_queue))
+        self._queue: queue.Queue[Verification | None] = queue.Queue(maxsize=max(1, max_queue))
         self._counters = Counters()
         self._idle = threading.Condition()
         self._pending = 0
@@ -103,22 +106,41 @@ class OutcomeReporter:
 
     def report_outcome(
         self,
-        trace_id: str,
+        trace_id: str | None,
         status: str,
         verified: bool,
         source: str,
         evidence: Evidence = None,
         *,
+        subject: str | None = None,
         business_outcome: str | None = None,
         claimed_status: str | None = None,
         agent: str | None = None,
         agent_version: str | None = None,
         at: datetime | None = None,
     ) -> bool:
-        """Queue a verified outcome for publishing; True if queued. Never blocks, never raises."""
+        """Queue a verified outcome for publishing; True if queued. Never blocks, never raises.
 
-        def build() -> OutcomeVerified:
+        Name the work by `trace_id`, or pass `trace_id=None` and `subject="order:ORD-1001"`: the subject join
+        then matches it to the tenant's traces that acted on that subject within the horizon."""
+
+        def build() -> Verification:
             now = self._clock()  # the receive time: `at` is what the caller says, flagged beyond the skew
+            if trace_id is None:
+                if subject is None:
+                    raise ValueError("report_outcome needs a trace id or a subject")
+                return subject_outcome_event(
+                    subject,
+                    status,
+                    verified,
+                    source,
+                    evidence,
+                    at=at or now,
+                    received_at=now,
+                    business_outcome=business_outcome,
+                    tenant=self.tenant,
+                    verifier_version=self.verifier_version,
+                )
             return outcome_event(
                 trace_id,
                 status,
@@ -140,7 +162,7 @@ class OutcomeReporter:
             return False
         return self._offer(event)
 
-    def _offer(self, event: OutcomeVerified) -> bool:
+    def _offer(self, event: Verification) -> bool:
         with self._idle:
             if self._closed:
                 self._counters.add(dropped=1)
@@ -197,7 +219,7 @@ class OutcomeReporter:
             if stop:
                 return
 
-    def _send(self, batch: list[OutcomeVerified]) -> None:
+    def _send(self, batch: list[Verification]) -> None:
         for attempt in range(1, self._attempts + 1):
             if guarded(self._counters, lambda: self.publisher.publish(batch) >= 0, False):
                 self._counters.add(sent=len(batch))

@@ -21,12 +21,14 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
+from evaluation.claim_reader import CLAIM_STATUSES
 from evaluation.outcome import MAX_BUSINESS_OUTCOME, normalize_outcome
 from producers.case_spans import OUTCOME_TOOL_ATTRIBUTE, riskiest_tool
 from producers.sdk import attributes as A
 from producers.sdk.content import ContentPolicy
 from producers.sdk.outcome import Evidence
 from producers.sdk.reporter import Counters, OutcomeReporter, SdkStats, guarded
+from streams.span_reading import AT_SUBJECT, normalize_subject
 from twin_engine.canonical import sha256_hex
 
 AttrValue = str | bool | int | float
@@ -39,6 +41,24 @@ def idempotency_key_hash(key: str) -> str:
 def _hex_ids(span: Span) -> tuple[str, str]:
     ctx = span.get_span_context()
     return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+def current_trace_id() -> str | None:
+    """The trace id (32 hex digits) of the span active here, whoever started it; None outside any trace."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def add_subject(span: Span, subject: str) -> str | None:
+    """Add a business subject (`order:ORD-1001`) to the span's `agenttwin.subject` list; None if malformed."""
+    normalized = normalize_subject(subject)
+    if normalized is None or not span.is_recording():
+        return None
+    known = getattr(span, "attributes", None) or {}
+    listed = [s for s in str(known.get(AT_SUBJECT, "")).split(",") if s]
+    if normalized not in listed:
+        span.set_attribute(AT_SUBJECT, ",".join([*listed, normalized]))
+    return normalized
 
 
 @dataclass
@@ -83,18 +103,37 @@ class _Handle:
 
 
 class AgentRun(_Handle):
+    state: _Run | None = None  # the run's bookkeeping (tools called), set by AgentTwin.agent_run
+
+    def set_subject(self, subject: str) -> None:
+        """Name a business subject the run acts on (`order:ORD-1001`): a verification naming only the subject
+        then finds this trace."""
+        self.sdk.guard(lambda: add_subject(self.span, subject), None)
+
     def set_input(self, messages: Any) -> None:
         self._content(A.INPUT_MESSAGES, messages)
 
     def set_output(self, messages: Any) -> None:
         self._content(A.OUTPUT_MESSAGES, messages)
 
-    def claim_outcome(self, status: str, business_outcome: str | None = None) -> None:
-        self.sdk.claim_outcome(status, business_outcome, span=self.span)
+    def claim_outcome(
+        self, status: str, business_outcome: str | None = None, *, inferred_by: str | None = None
+    ) -> None:
+        self.sdk.claim_outcome(status, business_outcome, span=self.span, inferred_by=inferred_by)
 
 
 class ToolCall(_Handle):
     result_status: str | None = None
+
+    def end(self, error: BaseException | None = None) -> None:
+        """End a call started with `AgentTwin.start_tool_call` (ok unless a result status or `error` says otherwise)."""
+        if error is not None:
+            if self.result_status is None:
+                self.set_result("timeout" if isinstance(error, TimeoutError) else "error")
+            self.span.set_attribute(A.ERROR_TYPE, type(error).__qualname__)
+        if self.result_status is None:
+            self.set_result("ok")
+        self.span.end()
 
     def set_result(self, status: str = "ok", result: Any = None) -> None:
         value = status.strip().lower() if isinstance(status, str) else ""
@@ -117,10 +156,13 @@ class ModelTurn(_Handle):
             self.span.set_attribute(A.USAGE_OUTPUT_TOKENS, int(output_tokens))
 
 
-def _set_claim(span: Span, status: str, business_outcome: str | None) -> None:
-    span.set_attribute(A.OUTCOME_CLAIMED, normalize_outcome(status) or "UNKNOWN")
+def _set_claim(span: Span, status: str, business_outcome: str | None, inferred_by: str | None = None) -> None:
+    value = status.strip().upper() if isinstance(status, str) else ""
+    span.set_attribute(A.OUTCOME_CLAIMED, value if value in CLAIM_STATUSES else normalize_outcome(status) or "UNKNOWN")
     if business_outcome:
         span.set_attribute(A.OUTCOME_BUSINESS, business_outcome[:MAX_BUSINESS_OUTCOME])
+    if inferred_by:
+        span.set_attribute(A.OUTCOME_CLAIM_INFERRED_BY, inferred_by)
 
 
 def _drop_none(values: Mapping[str, AttrValue | None]) -> dict[str, AttrValue]:
@@ -176,6 +218,7 @@ class AgentTwin:
         release_id: str | None = None,
         commit_sha: str | None = None,
         input: Any = None,
+        subject: str | None = None,
     ) -> Iterator[AgentRun]:
         context = _drop_none(
             {
@@ -203,10 +246,13 @@ class AgentTwin:
         ) as span:
             run = AgentRun(span, self)
             state = _Run(span, context)
+            run.state = state
             token = _CURRENT_RUN.set(state)
             try:
                 if input is not None:
                     run.set_input(input)
+                if subject is not None:
+                    run.set_subject(subject)
                 yield run
             except BaseException as exc:
                 span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
@@ -215,19 +261,17 @@ class AgentTwin:
                 _CURRENT_RUN.reset(token)
                 self.guard(state.name_outcome_tool, None)
 
-    @contextmanager
-    def tool_call(
+    def _tool_attrs(
         self,
+        run: _Run | None,
         name: str,
-        args: Any = None,
-        *,
-        risk: str | None = None,
-        attempt: int = 1,
-        idempotency_key: str | None = None,
-        call_id: str | None = None,
-        version: str | None = None,
-    ) -> Iterator[ToolCall]:
-        run = _CURRENT_RUN.get()
+        args: Any,
+        risk: str | None,
+        attempt: int,
+        idempotency_key: str | None,
+        call_id: str | None,
+        version: str | None,
+    ) -> dict[str, AttrValue]:
         attrs: dict[str, AttrValue] = {
             **(run.context if run else {}),
             **_drop_none(
@@ -249,6 +293,21 @@ class AgentTwin:
             attrs[A.TOOL_ARGS_HASH] = args_hash
         if idempotency_key:
             attrs[A.TOOL_IDEMPOTENCY_KEY_HASH] = idempotency_key_hash(idempotency_key)
+        return attrs
+
+    @contextmanager
+    def tool_call(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        risk: str | None = None,
+        attempt: int = 1,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
+        version: str | None = None,
+    ) -> Iterator[ToolCall]:
+        attrs = self._tool_attrs(_CURRENT_RUN.get(), name, args, risk, attempt, idempotency_key, call_id, version)
         with self._tracer.start_as_current_span(f"execute_tool {name}", kind=SpanKind.CLIENT, attributes=attrs) as span:
             call = ToolCall(span, self)
             call._content(A.TOOL_CALL_ARGUMENTS, args)
@@ -261,6 +320,31 @@ class AgentTwin:
                 raise
             if call.result_status is None:
                 call.set_result("ok")
+
+    def start_tool_call(
+        self,
+        run: AgentRun,
+        name: str,
+        args: Any = None,
+        *,
+        risk: str | None = None,
+        attempt: int = 1,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
+        version: str | None = None,
+    ) -> ToolCall:
+        """A tool call of `run` started now and ended by `ToolCall.end()`, never made the current span: for
+        frameworks that report a call's start and end in separate callbacks, possibly on other threads."""
+        attrs = self._tool_attrs(run.state, name, args, risk, attempt, idempotency_key, call_id, version)
+        span = self._tracer.start_span(
+            f"execute_tool {name}",
+            context=trace.set_span_in_context(run.span),
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+        )
+        call = ToolCall(span, self)
+        call._content(A.TOOL_CALL_ARGUMENTS, args)
+        return call
 
     @contextmanager
     def chat(self, model: str, *, provider: str | None = None) -> Iterator[ModelTurn]:
@@ -279,26 +363,42 @@ class AgentTwin:
         with self._tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attrs) as span:
             yield ModelTurn(span, self)
 
-    def claim_outcome(self, status: str, business_outcome: str | None = None, *, span: Span | None = None) -> None:
-        """The agent's CLAIMED outcome, on the current run's root span (else the current span)."""
+    def claim_outcome(
+        self,
+        status: str,
+        business_outcome: str | None = None,
+        *,
+        span: Span | None = None,
+        inferred_by: str | None = None,
+    ) -> None:
+        """The agent's CLAIMED outcome, on the current run's root span (else the current span). `inferred_by`
+        names the classifier when the claim was read from the final answer rather than stated by the agent."""
         run = _CURRENT_RUN.get()
         target = span or (run.root if run else trace.get_current_span())
         if not target.is_recording():
             self._counters.add(dropped=1)  # a claim outside any recorded span has nowhere to go
             return
-        self.guard(lambda: _set_claim(target, status, business_outcome), None)
+        self.guard(lambda: _set_claim(target, status, business_outcome, inferred_by), None)
         if run is not None and run.root is target:
             run.claimed = True
             self.guard(run.name_outcome_tool, None)
 
+    def set_subject(self, subject: str) -> None:
+        """Name a business subject on the current run's root span (else the current span)."""
+        run = _CURRENT_RUN.get()
+        target = run.root if run else trace.get_current_span()
+        if self.guard(lambda: add_subject(target, subject), None) is None:
+            self._counters.add(dropped=1)
+
     def report_outcome(
         self,
-        trace_id: str,
+        trace_id: str | None,
         status: str,
         verified: bool,
         source: str,
         evidence: Evidence = None,
         *,
+        subject: str | None = None,
         business_outcome: str | None = None,
         claimed_status: str | None = None,
         agent: str | None = None,
@@ -315,6 +415,7 @@ class AgentTwin:
             verified,
             source,
             evidence,
+            subject=subject,
             business_outcome=business_outcome,
             claimed_status=claimed_status,
             agent=agent,

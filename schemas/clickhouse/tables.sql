@@ -165,7 +165,9 @@ CREATE TABLE IF NOT EXISTS contradictions
     `evaluator_version` String,
     `rule` String,
     `detected_at` DateTime64(3, 'UTC'),
-    `detail` String
+    `detail` String,
+    `subject` Nullable(String),
+    `claim_inferred_by` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluator_version, kind, alert_id)
@@ -287,7 +289,8 @@ CREATE TABLE IF NOT EXISTS verified_outcomes
     `agent` Nullable(String),
     `agent_version` Nullable(String),
     `received_at` Nullable(DateTime64(3, 'UTC')),
-    `clock_skew` Nullable(String)
+    `clock_skew` Nullable(String),
+    `subject` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluator_version, ifNull(tenant, ''), trace_id)
@@ -340,7 +343,12 @@ CREATE TABLE IF NOT EXISTS spans
     `attributes` Map(String, String),
     `resource_attributes` Map(String, String),
     `received_at` Nullable(DateTime64(3, 'UTC')),
-    `clock_skew` Nullable(String)
+    `clock_skew` Nullable(String),
+    `span_role` Nullable(String),
+    `tool_name` Nullable(String),
+    `tool_error` Nullable(String),
+    `agent_name` Nullable(String),
+    `agent_version` Nullable(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (ifNull(tenant, ''), trace_id, span_id)
@@ -414,9 +422,82 @@ ENGINE = ReplacingMergeTree
 ORDER BY (evaluator_version, evaluation_id, event_id)
 SETTINGS non_replicated_deduplication_window = 1000;
 
+-- SubjectLinked: A trace acted on a business subject (a write tool's order_id, an agenttwin.subject attribute).
+CREATE TABLE IF NOT EXISTS subject_links
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `subject` String,
+    `trace_id` String,
+    `tool` Nullable(String),
+    `received_at` Nullable(DateTime64(3, 'UTC'))
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (ifNull(tenant, ''), subject, trace_id, event_id)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- SubjectVerified: What a system of record verified about a business subject, not knowing the trace.
+CREATE TABLE IF NOT EXISTS subject_verifications
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `subject` String,
+    `evaluator_version` String,
+    `status` String,
+    `verified` Bool,
+    `source` String,
+    `reason` String,
+    `business_outcome` Nullable(String),
+    `received_at` Nullable(DateTime64(3, 'UTC')),
+    `clock_skew` Nullable(String)
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (ifNull(tenant, ''), subject, event_id)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- ClaimRead: The outcome join's reading of a production trace; the highest revision of a trace wins.
+CREATE TABLE IF NOT EXISTS claims
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `trace_id` String,
+    `revision` Int64,
+    `agent` Nullable(String),
+    `agent_version` Nullable(String),
+    `tools` Array(String),
+    `failed_tools` Array(String),
+    `write_tool` Nullable(String),
+    `subjects` Array(String),
+    `final_answer` Nullable(String),
+    `claimed_status` Nullable(String),
+    `claim_inferred_by` Nullable(String),
+    `claim_rule` Nullable(String),
+    `received_at` Nullable(DateTime64(3, 'UTC'))
+)
+ENGINE = ReplacingMergeTree(revision)
+ORDER BY (ifNull(tenant, ''), trace_id)
+SETTINGS non_replicated_deduplication_window = 1000;
+
 -- Upgrades of projections an earlier version created (CREATE ... IF NOT EXISTS leaves an old table as it was).
 ALTER TABLE evaluation_requests ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE pairs ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE cases ADD COLUMN IF NOT EXISTS `escalation_tools` Array(String);
 ALTER TABLE cases ADD COLUMN IF NOT EXISTS `claim_findings_json` Nullable(String);
 ALTER TABLE cases ADD COLUMN IF NOT EXISTS `conversation_json` Nullable(String);
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS `span_role` Nullable(String);
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS `tool_name` Nullable(String);
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS `tool_error` Nullable(String);
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS `agent_name` Nullable(String);
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS `agent_version` Nullable(String);
+ALTER TABLE verified_outcomes ADD COLUMN IF NOT EXISTS `subject` Nullable(String);
+ALTER TABLE contradictions ADD COLUMN IF NOT EXISTS `subject` Nullable(String);
+ALTER TABLE contradictions ADD COLUMN IF NOT EXISTS `claim_inferred_by` Nullable(String);

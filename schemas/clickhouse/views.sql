@@ -30,8 +30,9 @@ SELECT
 FROM comparisons FINAL
 GROUP BY evaluation_id, evaluator_version, baseline_agent, candidate_agent, classification;
 
--- Contradictions: the agent claimed SUCCESS where verification found FAILURE or PARTIAL.
-CREATE VIEW IF NOT EXISTS v_contradictions AS
+-- Contradictions: the agent claimed SUCCESS where verification found FAILURE or PARTIAL. `claim_inferred_by`
+-- is null when the agent stated its claim, else the classifier that read it from the final answer.
+CREATE OR REPLACE VIEW v_contradictions AS
 SELECT
     alert_id,
     evaluator_version,
@@ -39,11 +40,13 @@ SELECT
     agent,
     agent_version,
     tool,
+    subject,
     trace_id,
     case_id,
     evaluation_id,
     scenario_name,
     claimed_status,
+    claim_inferred_by,
     verified_status,
     source,
     detected_at,
@@ -65,8 +68,9 @@ WHERE kind = 'contradiction'
 GROUP BY agent, agent_version, tool, hour, evaluator_version;
 
 -- One-sided outcome entries past the horizon: claims never verified, verifications without a claim.
-CREATE VIEW IF NOT EXISTS v_unmatched_outcomes AS
-SELECT kind, evaluator_version, tenant, trace_id, agent, agent_version, claimed_status, verified_status, detected_at, detail
+CREATE OR REPLACE VIEW v_unmatched_outcomes AS
+SELECT kind, evaluator_version, tenant, trace_id, subject, agent, agent_version, claimed_status, claim_inferred_by,
+    verified_status, detected_at, detail
 FROM contradictions FINAL
 WHERE kind != 'contradiction';
 
@@ -153,3 +157,46 @@ SELECT
     occurred_at AS decided_at,
     reasons_json
 FROM gate_decisions FINAL;
+
+-- Production traces, one row each: the outcome join's latest reading (agent, tools, final answer, claim).
+-- `claim_inferred_by` is null when the agent stated its claim, else the classifier that read the final answer.
+CREATE OR REPLACE VIEW v_production_traces AS
+SELECT
+    tenant,
+    trace_id,
+    agent,
+    agent_version,
+    tools,
+    failed_tools,
+    write_tool,
+    subjects,
+    final_answer,
+    claimed_status,
+    claim_inferred_by,
+    claim_rule,
+    revision AS spans_read,
+    received_at
+FROM claims FINAL;
+
+-- Tool calls of production agents per tenant, agent, version and tool: calls, errors (streams/span_reading.py
+-- says what an error is), and latency percentiles in milliseconds. The agent and version are the trace's
+-- (v_production_traces) when known, else what the tool's own span names.
+CREATE OR REPLACE VIEW v_production_tool_stats AS
+SELECT
+    s.tenant AS tenant,
+    coalesce(nullIf(c.agent, ''), s.agent_name) AS agent,
+    coalesce(nullIf(c.agent_version, ''), s.agent_version) AS agent_version,
+    s.tool_name AS tool,
+    count() AS calls,
+    countIf(s.tool_error IS NOT NULL) AS errors,
+    round(countIf(s.tool_error IS NOT NULL) / count(), 4) AS error_rate,
+    round(quantileExact(0.5)((s.end_unix_nano - s.start_unix_nano) / 1e6), 3) AS p50_ms,
+    round(quantileExact(0.95)((s.end_unix_nano - s.start_unix_nano) / 1e6), 3) AS p95_ms
+FROM (
+    SELECT tenant, trace_id, tool_name, tool_error, agent_name, agent_version, start_unix_nano, end_unix_nano
+    FROM spans FINAL
+    WHERE tool_name IS NOT NULL AND source = 'production' AND NOT startsWith(ifNull(tenant, ''), 'sim:')
+) AS s
+LEFT JOIN (SELECT tenant, trace_id, agent, agent_version FROM claims FINAL) AS c
+    ON ifNull(c.tenant, '') = ifNull(s.tenant, '') AND c.trace_id = s.trace_id
+GROUP BY tenant, agent, agent_version, tool;

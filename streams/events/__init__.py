@@ -4,6 +4,7 @@ from streams.events._base import Event
 from streams.events.case_finished import CaseFinished
 from streams.events.case_planned import CasePlanned
 from streams.events.case_verdicted import CaseVerdicted
+from streams.events.claim_read import ClaimRead
 from streams.events.comparison_made import ComparisonMade
 from streams.events.contradiction_detected import ContradictionDetected
 from streams.events.dead_lettered import DeadLettered
@@ -14,6 +15,8 @@ from streams.events.human_reviewed import HumanReviewed
 from streams.events.outcome_verified import OutcomeVerified
 from streams.events.pair_planned import PairPlanned
 from streams.events.span_recorded import SpanRecorded
+from streams.events.subject_linked import SubjectLinked
+from streams.events.subject_verified import SubjectVerified
 from streams.events.twin_call_recorded import TwinCallRecorded
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -26,6 +29,9 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ExpectationResulted,
     CaseVerdicted,
     OutcomeVerified,
+    SubjectLinked,
+    SubjectVerified,
+    ClaimRead,
     ComparisonMade,
     ContradictionDetected,
     HumanReviewed,
@@ -40,6 +46,7 @@ __all__ = [
     "CaseFinished",
     "CasePlanned",
     "CaseVerdicted",
+    "ClaimRead",
     "ComparisonMade",
     "ContradictionDetected",
     "DeadLettered",
@@ -51,5 +58,7 @@ __all__ = [
     "OutcomeVerified",
     "PairPlanned",
     "SpanRecorded",
+    "SubjectLinked",
+    "SubjectVerified",
     "TwinCallRecorded",
 ]

@@ -33,3 +33,5 @@ class ContradictionDetected(Event):
     claimed_status: str | None = None
     verified_status: str | None = None
     source: str | None = None
+    subject: str | None = None  # the business subject (e.g. order:ORD-1001) the trace acted on
+    claim_inferred_by: str | None = None  # None: the agent stated its claim; else the classifier that read it

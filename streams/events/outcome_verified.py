@@ -30,6 +30,7 @@ class OutcomeVerified(Event):
     agent_version: str | None = None
     received_at: datetime | None = None  # stamped on arrival (streams/clock.py); None in events written before it
     clock_skew: str | None = None  # "future" | "too_old": occurred_at is not to be trusted
+    subject: str | None = None  # set when a verification by subject was matched to this trace (SubjectJoin)
 
     @property
     def received_time(self) -> datetime:

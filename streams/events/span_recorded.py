@@ -31,6 +31,12 @@ class SpanRecorded(Event):
     status_message: str | None = None
     received_at: datetime | None = None  # stamped on arrival (streams/clock.py); None in events written before it
     clock_skew: str | None = None  # "future" | "too_old": occurred_at is not to be trusted
+    # What the span says, read at ingest by streams/span_reading.py (null on simulated spans and old events)
+    span_role: str | None = None
+    tool_name: str | None = None
+    tool_error: str | None = None
+    agent_name: str | None = None
+    agent_version: str | None = None
 
     @property
     def received_time(self) -> datetime:

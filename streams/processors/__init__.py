@@ -6,5 +6,6 @@ from streams.processors.grader import Grader
 from streams.processors.outcome_join import OutcomeJoin
 from streams.processors.planner import Planner
 from streams.processors.simulator import Simulator
+from streams.processors.subject_join import SubjectJoin
 
-__all__ = ["Comparator", "Grader", "OutcomeJoin", "Planner", "Processor", "Simulator", "Store"]
+__all__ = ["Comparator", "Grader", "OutcomeJoin", "Planner", "Processor", "Simulator", "Store", "SubjectJoin"]

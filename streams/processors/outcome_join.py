@@ -8,13 +8,25 @@ even when the same events are handled again. One-sided entries older than the ho
 (claim never verified / verification without a claim), never dropped silently. The horizon runs on the
 time the pipeline received each event (`received_time`), never on a time the sender wrote.
 
+A claim is what the agent stated (`agenttwin.outcome.claimed`); when a trace states none, the claim is read
+from its final answer (streams/processors/trace_claims.py, evaluation/claim_reader.py) and marked inferred
+(`claim_inferred_by`) in the alert. Spans are read whatever instrumentation wrote them
+(streams/span_reading.py): the alert names the write tool and the business subject the trace acted on.
+For production traces the join also emits a ClaimRead whenever its reading of the trace changes (agent,
+tools, final answer, claim): v_production_traces shows the latest. Simulated traces get none (their cases
+carry the same facts).
+
 State stays bounded. One horizon after an entry's last event it is *closed*: its one-sided outcomes are
-reported, then it shrinks to its claim (or its verifications when it has no claim) and the alerts it sent;
-a late verification is still compared with that claim, a duplicate changes nothing. One `retention` later
-the closed entry is evicted (a tombstone on Kafka); an event received at or before the last event of an
-evicted entry (a redelivered duplicate: Kafka does not dedupe by event id) is then ignored, so it can
-neither reopen the entry nor alert again. The timer finds due entries through a time index kept in the
-store (`_expiry.TimeIndex`), never by scanning it; simulated entries have their own index, on the
+reported, then it shrinks to what a late claim or verification needs (`_compact`): the claim, the
+verifications unless a stated claim was compared with them, the subjects and the last write call (an alert
+names them), the reading last emitted and the alerts sent; a late verification is still compared with that
+claim, a late span counts only when it states a claim (the reading stays as it was, with that claim: revisions
+go on), a duplicate changes nothing. One `retention` later the closed entry is evicted (a tombstone on Kafka);
+an event received at or before the last event of an evicted entry (a redelivered duplicate: Kafka does not
+dedupe by event id) is then ignored, so it can neither reopen the entry nor alert again. A span of the trace
+received later still opens a new entry: its alerts are its own, and its ClaimRead revisions start again from 1
+(they do not replace the higher revision in `claims`). The timer finds due entries through a time index kept
+in the store (`_expiry.TimeIndex`), never by scanning it; simulated entries have their own index, on the
 simulations' clock (their events all carry pinned times, so they are never taken for late ones).
 """
 
@@ -23,13 +35,25 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from evaluation.claim_reader import read_claim
 from evaluation.contradiction import is_contradiction
 from streams import ids
 from streams.events import ContradictionDetected, Event, OutcomeVerified, SpanRecorded
 from streams.processors._expiry import INDEX_PREFIX, TimeIndex, check_entity_key
 from streams.processors.base import Processor, Store
+from streams.processors.trace_claims import (
+    ClaimClassifier,
+    alert_subject,
+    calls_in_order,
+    claim_read,
+    inferred_claim,
+    last_write_tool,
+    take_span,
+)
+from streams.span_reading import read_span
 
 CLAIM_ATTRIBUTE = "agenttwin.outcome.claimed"
+CLAIM_INFERRED_ATTRIBUTE = "agenttwin.outcome.claim_inferred_by"  # an adapter read the claim from the answer
 RULE = "claimed-success-disproved"
 TOOL_ATTRIBUTE = "agenttwin.outcome.tool"  # the riskiest tool of the run, set on the claim
 DEFAULT_HORIZON = timedelta(hours=1)
@@ -69,8 +93,14 @@ class OutcomeJoin(Processor):
     inputs = ("spans", "verified-outcomes")
     stateful = True
 
-    def __init__(self, horizon: timedelta = DEFAULT_HORIZON, retention: timedelta | None = None) -> None:
+    def __init__(
+        self,
+        horizon: timedelta = DEFAULT_HORIZON,
+        classifier: ClaimClassifier = read_claim,
+        retention: timedelta | None = None,
+    ) -> None:
         self.horizon = horizon
+        self.classifier = classifier  # reads a claim from a final answer when the trace states none
         self.retention = horizon if retention is None else retention
         width = max(horizon / BUCKETS_PER_HORIZON, timedelta(milliseconds=1))
         self._live = TimeIndex("due", width)
@@ -94,28 +124,42 @@ class OutcomeJoin(Processor):
         entry = _stored(key, stored) if stored is not None else _new_entry(event.tenant, event.trace_id)
         closed = bool(entry.get("closed"))
         if closed and isinstance(event, SpanRecorded) and CLAIM_ATTRIBUTE not in event.attributes:
-            return []  # past the horizon a span matters only when it carries a claim
+            return []  # past the horizon a span matters only when it states a claim
         due_before = self._due(entry) if stored is not None else None
         last = entry.get("last_received")
         entry["last_received"] = event.received_time if last is None else max(last, event.received_time)
+        out: list[Event] = []
         if isinstance(event, SpanRecorded):
             attrs = event.attributes
             tool, risk = attrs.get("gen_ai.tool.name"), attrs.get("agenttwin.tool.risk")
             if tool and not closed:
                 entry["tools"] = {**entry["tools"], tool: risk or ""}
+            frozen = entry.get("reading") if closed else None  # a closed entry's reading changes only its claim
+            if frozen is None:
+                take_span(entry, event, read_span(event))
             if CLAIM_ATTRIBUTE in attrs:
                 entry["claim"] = {
                     "status": attrs[CLAIM_ATTRIBUTE].upper(),
-                    "agent": attrs.get("agenttwin.agent.name") or attrs.get("gen_ai.agent.name"),
-                    "agent_version": attrs.get("agenttwin.agent.version"),
+                    "agent": attrs.get("agenttwin.agent.name") or attrs.get("gen_ai.agent.name") or entry.get("agent"),
+                    "agent_version": attrs.get("agenttwin.agent.version")
+                    or attrs.get("gen_ai.agent.version")
+                    or entry.get("agent_version"),
                     "case_id": attrs.get("agenttwin.case.id"),
                     "scenario": attrs.get("agenttwin.scenario.id"),
                     "tool": attrs.get(TOOL_ATTRIBUTE),
                     "at": event.received_time,
                 }
+                if attrs.get(CLAIM_INFERRED_ATTRIBUTE):
+                    entry["claim"]["inferred_by"] = attrs[CLAIM_INFERRED_ATTRIBUTE]
+            elif entry["claim"] is None or entry["claim"].get("from_answer"):
+                entry["claim"] = inferred_claim(entry, self.classifier)
+            if not ids.is_simulation_tenant(event.tenant):
+                read = claim_read(entry, entry["last_received"], frozen=frozen)
+                if read is not None:
+                    out.append(read)
         else:
             entry["verified"] = {**entry["verified"], event.evaluator_version: event}
-        out = self._alerts(entry)
+        out += self._alerts(entry)
         if closed:
             entry = self._compact(entry)
         store[key] = entry
@@ -152,7 +196,7 @@ class OutcomeJoin(Processor):
         else:
             due = last + self.horizon
         claim, verified = entry["claim"], entry["verified"]
-        if claim is not None and not verified and not entry.get("matched"):
+        if claim is not None and not verified and not entry.get("matched") and _awaits_verification(entry):
             alert = ids.alert_id(entry["tenant"], entry["trace_id"], "*", "claim_never_verified")
             if alert not in entry["sent"]:
                 due = min(due, claim["at"] + self.horizon)
@@ -165,11 +209,21 @@ class OutcomeJoin(Processor):
 
     @staticmethod
     def _compact(entry: dict[str, Any]) -> dict[str, Any]:
-        """A closed entry: no tool list, and no verifications once a claim is there (they were compared)."""
+        """A closed entry: what a late claim or verification needs, not the spans' detail.
+
+        Verifications go once a stated claim was compared with them; with a claim read from the answer
+        they stay, for a stated claim may still replace it. Of the tool calls only the last write stays
+        (an alert names it; `_awaits_verification` asks whether there was one); the answer and the cached
+        reading of it go (the reading last emitted stays, so revisions go on)."""
         claim = entry["claim"]
+        stated = claim is not None and not claim.get("from_answer")
         matched = bool(entry.get("matched")) or (claim is not None and bool(entry["verified"]))
-        verified = {} if claim is not None else entry["verified"]
-        return {**entry, "tools": {}, "verified": verified, "matched": matched, "closed": True}
+        verified = {} if stated else entry["verified"]
+        writes = [(span_id, call) for span_id, call in entry.get("calls", {}).items() if call[3]]
+        last_write = max(writes, key=lambda item: (item[1][0], item[0]), default=None)
+        kept = {k: v for k, v in entry.items() if k not in ("answer", "inferred")}
+        calls = dict([last_write]) if last_write is not None else {}
+        return {**kept, "tools": {}, "calls": calls, "verified": verified, "matched": matched, "closed": True}
 
     def _alerts(self, entry: dict[str, Any]) -> list[Event]:
         claim = entry["claim"]
@@ -182,7 +236,9 @@ class OutcomeJoin(Processor):
             alert = self._once(entry, version, "contradiction")
             if alert is None:
                 continue
-            detail = f"claimed {claim['status']}, verification found {verified.status}: {verified.reason}"
+            by = claim.get("inferred_by")
+            inferred = f" (inferred by {by} from the final answer)" if by else ""
+            detail = f"claimed {claim['status']}{inferred}, verification found {verified.status}: {verified.reason}"
             out.append(self._alert(alert, "contradiction", entry, version, verified, detail))
         return out
 
@@ -208,6 +264,8 @@ class OutcomeJoin(Processor):
         times = [t for t in (claim.get("at"), verified.received_time if verified else None) if t is not None]
         at = max(times)
         trace_id = entry["trace_id"]
+        named = verified.subject if verified else None
+        tool = claim.get("tool") or (entry.get("subjects", {}).get(named) if named else None) or last_write_tool(entry)
         return ContradictionDetected(
             event_id=alert,
             occurred_at=at,
@@ -221,7 +279,9 @@ class OutcomeJoin(Processor):
             scenario_name=claim.get("scenario"),
             agent=claim.get("agent") or (verified.agent if verified else None),
             agent_version=claim.get("agent_version") or (verified.agent_version if verified else None),
-            tool=claim.get("tool"),
+            tool=tool,
+            subject=alert_subject(entry, tool, named),
+            claim_inferred_by=claim.get("inferred_by"),
             claimed_status=claim.get("status"),
             verified_status=verified.status if verified else None,
             verified=verified.verified if verified else False,
@@ -276,7 +336,13 @@ class OutcomeJoin(Processor):
     def _overdue(self, entry: dict[str, Any], now: datetime) -> list[Event]:
         claim, verified = entry["claim"], entry["verified"]
         out: list[Event] = []
-        if claim is not None and not verified and not entry.get("matched") and claim["at"] + self.horizon <= now:
+        if (
+            claim is not None
+            and not verified
+            and not entry.get("matched")
+            and claim["at"] + self.horizon <= now
+            and _awaits_verification(entry)
+        ):
             alert = self._once(entry, "*", "claim_never_verified")
             if alert is not None:
                 detail = f"claimed {claim['status']}; no verification within {self.horizon}"
@@ -290,3 +356,12 @@ class OutcomeJoin(Processor):
                     detail = f"verified {v.status}; no claimed outcome within {self.horizon}"
                     out.append(self._alert(alert, "verification_without_claim", entry, version, v, detail))
         return out
+
+
+def _awaits_verification(entry: dict[str, Any]) -> bool:
+    """A stated claim always does; a claim read from the final answer only when it claims something (not
+    UNKNOWN) about a trace that called a write tool — read-only traces are rarely verified by anyone."""
+    claim = entry["claim"]
+    if claim.get("inferred_by") is None:
+        return True
+    return claim["status"] != "UNKNOWN" and any(write for _, _, write in calls_in_order(entry))

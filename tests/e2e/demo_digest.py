@@ -18,7 +18,17 @@ from schemas import AVRO_DIR
 from streams.wire import SchemaStore
 
 # Optional fields added since the digest in tests/e2e/data/demo_digest.json was taken (all empty in the demo).
-ADDED_OPTIONAL_FIELDS = {"conversation_json"}
+ADDED_OPTIONAL_FIELDS = {
+    "conversation_json",
+    # what the receiver reads from a span, and the subject / inferred claim of verifications and alerts
+    "span_role",
+    "tool_name",
+    "tool_error",
+    "agent_name",
+    "agent_version",
+    "subject",
+    "claim_inferred_by",
+}
 
 
 def _plain(value: Any) -> Any:

@@ -88,7 +88,8 @@ def _records(data_dir: Path, skip_tenant: str | None = None) -> dict[str, list[t
                 if skip_tenant is not None and codec.decode(r.value).tenant == skip_tenant:
                     continue
                 kept.append((r.key, r.value))
-            out[topic] = kept
+            if kept or skip_tenant is None:  # a topic only the stranger's traffic made (claims read) is not ours
+                out[topic] = kept
     return out
 
 

@@ -264,6 +264,8 @@ def test_random_damage_is_reported_repaired_and_the_pipeline_runs_on(
 def test_a_corrupt_offsets_file_is_one_line_and_repair_resets_the_group(
     copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # the outcome join reads the ingested production traces once first (their ClaimRead events)
+    assert run(capsys, "demo", "--data-dir", str(copy))[0] == 0
     (copy / "topics-log" / "offsets" / "planner.json").write_text('{"evaluations": 4')
     code, _, err = run(capsys, "demo", "--data-dir", str(copy))
     one_line_refusal(code, err, "planner", "log repair")

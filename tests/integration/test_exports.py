@@ -16,7 +16,7 @@ from streams.topics import ALL_TOPICS, events_on
 
 
 def _cases() -> list[tuple[str, str | None, str]]:
-    """(topic, --event or None, projection table) for every event type the demo writes."""
+    """(topic, --event or None, projection table) for every event type the demo and a production trace write."""
     out = []
     for topic in ALL_TOPICS:
         for event_type in events_on(topic):
@@ -29,6 +29,7 @@ def _cases() -> list[tuple[str, str | None, str]]:
 def test_exports_read_back_in_clickhouse_as_the_projections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     assert main(["demo", "--data-dir", str(data)]) == 0
+    _production_trace_verified_by_subject(data)
     files = tmp_path / "exports"
     cases = _cases()
     assert {EvaluationRequested.__name__, PairPlanned.__name__} <= {event for _, event, _ in cases}
@@ -53,14 +54,42 @@ def test_exports_read_back_in_clickhouse_as_the_projections(tmp_path: Path, caps
             assert want.rows, table
             for fmt, reader in (("avro", "Avro"), ("parquet", "Parquet")):
                 path = files / f"{topic}-{event}.{fmt}"
-                got = warehouse.query(f"SELECT * FROM file('{path}', '{reader}') ORDER BY event_id")
+                source = f"file('{path}', '{reader}')"
+                if table == "claims":  # every revision is an event; the table keeps a trace's latest (FINAL)
+                    source = f"(SELECT * FROM {source} ORDER BY revision DESC LIMIT 1 BY tenant, trace_id)"
+                got = warehouse.query(f"SELECT * FROM {source} ORDER BY event_id")
                 assert got.columns == want.columns, (table, fmt)
                 assert got.rows == want.rows, (table, fmt)
                 compared += len(got.rows)
             lines = [json.loads(line) for line in (files / f"{topic}-{event}.jsonl").read_text().splitlines()]
+            if table == "claims":
+                latest: dict[tuple[str, str], dict[str, object]] = {}
+                for line in sorted(lines, key=lambda x: int(x["revision"])):
+                    latest[(line["tenant"], line["trace_id"])] = line
+                assert len(lines) > len(latest)  # revisions were exported, not only the latest
+                lines = list(latest.values())
             assert sorted(line["event_id"] for line in lines) == [row[0] for row in want.rows]
             assert list(lines[0]) == list(want.columns)
     assert compared > 1000
+
+
+def _production_trace_verified_by_subject(data: Path) -> None:
+    """What only production traffic writes (subject links and verifications, claims read): a stock trace and a
+    verification naming its order, joined and projected like `ingest` and `sql` would."""
+    from agenttwin.pipeline import open_embedded
+    from agenttwin.settings import Settings
+    from consumers.embedded_sink import sync
+    from producers.sdk.outcome import subject_outcome_event
+    from streams.processors.outcome_join import OutcomeJoin
+    from streams.processors.subject_join import SubjectJoin
+    from tests.unit.processors.test_stock_claims_and_subjects import AT, stock_trace
+
+    spans, links = stock_trace()
+    verified = subject_outcome_event("order:ORD-1001", "FAILURE", True, "external_callback", "2", tenant="acme", at=AT)
+    with open_embedded(Settings(), data) as emb:
+        emb.runtime.publish([*spans, *links, verified])
+        emb.runtime.run([SubjectJoin(), OutcomeJoin()])
+        sync(emb.runtime, emb.warehouse)
 
 
 def test_export_of_a_topic_with_several_event_types_needs_the_type(

@@ -92,6 +92,7 @@ def test_our_schemas_are_valid_draft_2020_12() -> None:
         "agent-run-reply.v1.schema.json",
         "agent-run-request.v1.schema.json",
         "gate-policy.v1.schema.json",
+        "outcome-report.v1.schema.json",
         "scenario.v1.schema.json",
         "twin.v1.schema.json",
     ]

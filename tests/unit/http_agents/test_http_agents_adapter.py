@@ -327,16 +327,13 @@ def test_run_needs_a_twin_case(demo_twin: Twin) -> None:
 
 def test_status_and_claim_are_optional(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin) -> None:
     """The least a reply says is its output: the run completed, and the claim is read from the answer and
-    marked CLAIM_INFERRED (UNKNOWN, read by "none", until a final-answer classifier is installed)."""
-    from producers.agents.inferred_claim import infer_claim
-
+    marked CLAIM_INFERRED with the rules that read it (evaluation/claim_reader.py)."""
     server = stub(reply(200, {"output": "Done! I've refunded 40.00 USD."}))
     case, request = case_request(demo_twin)
     result = run_http_case(HttpAgent(server.url), case, request, endpoint)
-    inferred = infer_claim("Done! I've refunded 40.00 USD.")
-    assert (result.status, result.claimed_outcome) == ("completed", inferred.claimed)
+    assert (result.status, result.claimed_outcome) == ("completed", "SUCCESS")
     assert [(f.label, f.field, f.message) for f in result.findings] == [
-        ("CLAIM_INFERRED", "claimed_outcome", inferred.describe())
+        ("CLAIM_INFERRED", "claimed_outcome", "not stated; read from the final answer as SUCCESS by rules-v1")
     ]
     assert result.tool_calls == () and result.model_kind == "unknown"
     stated = stub(reply(200, {"output": "Done!", "claimed_outcome": "failure"}))

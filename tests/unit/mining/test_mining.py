@@ -151,3 +151,35 @@ def test_a_repeated_write_is_a_duplicate_only_when_verification_failed() -> None
 def test_no_spans_is_refused() -> None:
     with pytest.raises(MiningError, match="no spans"):
         draft([], verified(evidence=EXPECTED), TWIN)
+
+
+@pytest.mark.parametrize(
+    ("result", "fault"),
+    [
+        ({"status": 504, "error": "gateway timeout"}, "timeout_after_mutation"),
+        ({"status_code": 429, "error": "slow down"}, "http_429"),
+        ({"statusCode": 403}, "auth_denied"),
+        ({"error": "card declined"}, "http_500"),
+    ],
+)
+def test_a_stock_tool_span_whose_result_carries_the_error_is_a_fault(result: dict[str, Any], fault: str) -> None:
+    """OpenInference: the span stays OK, the thin tool returned the provider's error as data; the miner reads
+    it as ingest does (streams/span_reading.py), so the draft replays the failure."""
+    attrs = {
+        "openinference.span.kind": "TOOL",
+        "tool.name": "refund_payment",
+        "tool.parameters": json.dumps({"type": "object", "properties": {"order_id": {"type": "string"}}}),
+        "input.value": json.dumps({"order_id": "ORD-1001", "amount": 40.0}),
+        "output.value": json.dumps(result),
+    }
+    text, doc = mined([root(), span(1, "refund_payment", attrs)], verified(evidence=EXPECTED))
+    expected_fault = {"target": "refund_payment", "when": {"callNumber": 1}, "behavior": {"type": fault}}
+    assert doc["spec"]["faults"] == [expected_fault]
+    # the call's arguments (input.value), not the tool's parameter schema (tool.parameters)
+    assert 'refund_payment #1 (WRITE_IRREVERSIBLE) {\\"amount\\": 40.0, \\"order_id\\": \\"ORD-1001\\"} -> ' in text
+
+
+def test_a_stock_tool_span_with_an_ordinary_result_is_no_fault() -> None:
+    attrs = {"openinference.span.kind": "TOOL", "tool.name": "lookup_order", "output.value": '{"status": "delivered"}'}
+    _, doc = mined([root(), span(1, "lookup_order", attrs)], verified(evidence=EXPECTED))
+    assert doc["spec"].get("faults", []) == []
