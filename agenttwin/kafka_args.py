@@ -7,7 +7,7 @@ import argparse
 import importlib
 
 from evaluation.versions import DEFAULT_EVALUATOR_SET
-from streams.kafka.naming import DEFAULT_PREFIX, WIRE_MODES
+from streams.kafka.naming_defaults import DEFAULT_PREFIX, WIRE_MODES
 
 WORKER_KINDS = (
     "planner",
