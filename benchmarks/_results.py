@@ -1,0 +1,50 @@
+"""What every benchmark records beside its figures: when, on which commit, how loaded the machine was.
+
+`write(name, figures)` writes `benchmarks/results/<name>-<UTC time>.json` (sorted keys) and returns its path,
+so figures can be compared across commits; `loadavg()` is printed beside every figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def loadavg() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def _commit() -> str:
+    try:
+        git = ["git", "-C", str(RESULTS.parent)]
+        out = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)  # noqa: S603
+        dirty = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=False)  # noqa: S603
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def write(name: str, figures: dict[str, Any], *, load_at_start: str) -> Path:
+    now = datetime.now(UTC)
+    doc = {
+        "benchmark": name,
+        "at": now.isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "python": sys.version.split()[0],
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "loadavg": {"start": load_at_start, "end": loadavg()},
+        "figures": figures,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
