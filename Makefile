@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-ingest bench-kafka clean
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,14 @@ integration: install
 e2e: install
 	$(BIN)/pytest -q tests/e2e
 
-## Benchmarks (not timed tests): each figure beside a raw baseline measured in the same run.
+## Benchmarks (not timed tests): each figure beside a raw baseline measured in the same run, the load
+## average beside each, and a JSON copy under benchmarks/results/.
 bench: install
 	$(BIN)/python benchmarks/bench_pipeline.py
+
+## 50 `evaluate` calls on one data directory: does a call cost its own work or the history before it?
+bench-history: install
+	$(BIN)/python benchmarks/bench_history.py --calls 50
 
 ## Loopback load test of trace ingestion (60 s) beside the raw Kafka produce ceiling of this machine.
 bench-ingest: install kafka-up

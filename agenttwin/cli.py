@@ -9,19 +9,10 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agenttwin import (
-    commands,
-    kafka_cli,
-    log_cli,
-    mcp_cli,
-    mine_cli,
-    pipeline_commands,
-    report_commands,
-    traces_cli,
-)
+from agenttwin import command_args, commands, log_cli, mcp_cli, traces_cli
+from agenttwin.command_args import add_gate_args, lazy
 from agenttwin.errors import CliError, user_error_types
-from agenttwin.release_gate import add_gate_args
-from agenttwin.settings import load_settings
+from agenttwin.kafka_args import add_naming_args, add_worker_parser
 
 DEFAULT_SEED = 42
 AGENT_SPEC_HELP = (
@@ -87,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         "-o", "--output", required=True, metavar="FILE", help="where the scenario draft goes ('-': stdout)"
     )
     mine.add_argument("--data-dir", metavar="DIR", help="default $AGENTTWIN_DATA_DIR, else ~/.agenttwin")
-    mine.set_defaults(func=mine_cli.mine)
+    mine.set_defaults(func=lazy("agenttwin.mine_cli", "mine"))
 
     ev = sub.add_parser("evaluate", help="compare a candidate agent with a baseline as one pinned pair")
     ev.add_argument("--baseline", metavar="SPEC", help=f"{AGENT_SPEC_HELP} (--world airline: airline:careful)")
@@ -120,31 +111,31 @@ def _parser() -> argparse.ArgumentParser:
         help="with Kafka: `agenttwin worker ...` processes do the work (default: run them in this process)",
     )
     add_gate_args(ev, on_evaluate=True)
-    report_commands.add_report_args(ev)
-    ev.set_defaults(func=pipeline_commands.evaluate)
+    command_args.add_report_args(ev)
+    ev.set_defaults(func=lazy("agenttwin.pipeline_commands", "evaluate"))
 
     demo = sub.add_parser("demo", help="the field notes' story: 1.3.0 vs 1.2.4 and 1.3.1 vs 1.3.0, end to end")
     _data_dir_arg(demo)
     _kafka_arg(demo)
-    demo.set_defaults(func=pipeline_commands.demo)
+    demo.set_defaults(func=lazy("agenttwin.pipeline_commands", "demo"))
 
     rp = sub.add_parser("replay", help="re-grade every stored case under an evaluator version (from offset 0)")
     rp.add_argument("--evaluator-version", required=True, help="e.g. 1.0.0 or 1.1.0")
     _data_dir_arg(rp)
     _kafka_arg(rp)
-    rp.set_defaults(func=pipeline_commands.replay)
+    rp.set_defaults(func=lazy("agenttwin.pipeline_commands", "replay"))
 
     rb = sub.add_parser("rebuild", help="drop the ClickHouse projections and project every topic again from offset 0")
     _data_dir_arg(rb)
     _kafka_arg(rb)
-    rb.set_defaults(func=pipeline_commands.rebuild)
+    rb.set_defaults(func=lazy("agenttwin.pipeline_commands", "rebuild"))
 
     q = sub.add_parser("sql", help="query the ClickHouse projections (read-only)")
     q.add_argument("query", metavar="SQL")
     q.add_argument("--format", choices=("table", "json", "csv"), default="table")
     _data_dir_arg(q)
     _kafka_arg(q)
-    q.set_defaults(func=pipeline_commands.sql)
+    q.set_defaults(func=lazy("agenttwin.pipeline_commands", "sql"))
 
     events = sub.add_parser("events", help="read the event topics")
     events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
@@ -154,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--from-beginning", action="store_true")
     tail.add_argument("--json", action="store_true")
     _data_dir_arg(tail)
-    tail.set_defaults(func=pipeline_commands.events_tail)
+    tail.set_defaults(func=lazy("agenttwin.pipeline_commands", "events_tail"))
 
     ex = sub.add_parser("export", help="write a topic's events as typed records (Avro container, Parquet, JSON lines)")
     ex.add_argument("topic", metavar="TOPIC")
@@ -163,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--output", "-o", metavar="FILE", help="default: ./<topic>[-<TYPE>].<format>")
     _data_dir_arg(ex)
     _kafka_arg(ex)
-    ex.set_defaults(func=pipeline_commands.export_topic)
+    ex.set_defaults(func=lazy("agenttwin.pipeline_commands", "export_topic"))
 
     rv = sub.add_parser("review", help="a person overrides one expectation result on one side (with a note)")
     rv.add_argument("--evaluation-id", required=True)
@@ -175,12 +166,12 @@ def _parser() -> argparse.ArgumentParser:
     rv.add_argument("--reviewer", required=True)
     rv.add_argument("--evaluator-version", default=None)
     _data_dir_arg(rv)
-    rv.set_defaults(func=pipeline_commands.review)
+    rv.set_defaults(func=lazy("agenttwin.pipeline_commands", "review"))
 
-    report_commands.register(sub, _data_dir_arg, _kafka_arg)
+    command_args.register(sub, _data_dir_arg, _kafka_arg)
     traces_cli.register(sub)
     log_cli.register(sub)
-    kafka_cli.add_worker_parser(sub)
+    add_worker_parser(sub)
 
     da = sub.add_parser("demo-agent", help="the Demo Co agent behind the HTTP agent interface")
     da_sub = da.add_subparsers(dest="demo_agent_command", required=True, metavar="SUBCOMMAND")
@@ -197,7 +188,7 @@ def _kafka_arg(p: argparse.ArgumentParser) -> None:
         metavar="BOOTSTRAP",
         help="run through this Kafka cluster instead of the embedded log (default: $KAFKA_BOOTSTRAP_SERVERS)",
     )
-    kafka_cli.add_naming_args(p)
+    add_naming_args(p)
 
 
 def _data_dir_arg(p: argparse.ArgumentParser) -> None:
@@ -260,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("agenttwin: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: one line by default, the traceback on request
+        from agenttwin.settings import load_settings
+
         if load_settings().debug:
             raise
         print(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agenttwin.errors import CliError
+from agenttwin.kafka_args import ALL_KINDS, add_naming_args, add_worker_parser  # noqa: F401 - re-exported
 from agenttwin.pipeline import Refine, judge_refiner, report_from_events
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import Warehouse, open_warehouse
@@ -26,7 +27,7 @@ from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
-from streams.kafka.naming import DEFAULT_PREFIX, WIRE_MODES, Naming
+from streams.kafka.naming import Naming
 from streams.kafka.planner_loop import PlannerLoop
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import TopicTail, group_lag, read_all
@@ -36,19 +37,6 @@ from streams.kafka.worker import Worker
 from streams.processors import Comparator, Grader, OutcomeJoin, Simulator, SubjectJoin
 from streams.topics import ALL_TOPICS
 
-WORKER_KINDS = (
-    "planner",
-    "simulator",
-    "grader",
-    "comparator",
-    "subject-join",
-    "outcome-join",
-    "sink",
-    "alerts",
-    "all",
-)
-# `all` = every processor and the sink (the alert tail prints; run it on its own).
-ALL_KINDS = ("planner", "simulator", "grader", "comparator", "subject-join", "outcome-join", "sink")
 DEFAULT_TIMEOUT_S = 300.0
 IDLE_S = 1.5
 LAG_SETTLE_S = 30.0
@@ -61,29 +49,6 @@ def resolve_bootstrap(flag: str | None, settings: Settings) -> str:
     if not bootstrap:
         raise CliError("no Kafka cluster: pass --kafka HOST:PORT or set KAFKA_BOOTSTRAP_SERVERS")
     return bootstrap
-
-
-def add_naming_args(p: argparse.ArgumentParser) -> None:
-    """--topic-prefix, --wire and --schema-registry: where a Kafka command finds the pipeline and how values
-    are framed (defaults: AGENTTWIN_TOPIC_PREFIX / `agenttwin.`, AGENTTWIN_WIRE / single-object,
-    AGENTTWIN_SCHEMA_REGISTRY_URL)."""
-    p.add_argument(
-        "--topic-prefix",
-        default=None,
-        metavar="PREFIX",
-        help=f"prefix of every Kafka topic, group and transactional id (default $AGENTTWIN_TOPIC_PREFIX or "
-        f"'{DEFAULT_PREFIX}'; '' = unprefixed names)",
-    )
-    p.add_argument(
-        "--wire",
-        choices=WIRE_MODES,
-        default=None,
-        help="value framing written to Kafka: Avro single-object (default) or Confluent (00 + registry id); "
-        "readers accept both",
-    )
-    p.add_argument(
-        "--schema-registry", metavar="URL", default=None, help="Confluent-compatible schema registry (confluent wire)"
-    )
 
 
 def naming_for(args: argparse.Namespace, settings: Settings) -> Naming:
@@ -138,24 +103,6 @@ def build_workers(
 
 
 # --- `agenttwin worker` ---------------------------------------------------------------------------
-
-
-def add_worker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("worker", help="run Kafka stream workers until stopped (SIGTERM / Ctrl-C)")
-    p.add_argument("kind", choices=WORKER_KINDS, help="which worker; 'all' runs every processor and the sink")
-    p.add_argument(
-        "--evaluator-version",
-        action="append",
-        dest="evaluator_versions",
-        metavar="VERSION",
-        help=f"grader/comparator evaluator set; repeatable (default {DEFAULT_EVALUATOR_SET}); "
-        "selects the consumer group grader-<version> (the comparator serves every version in one group)",
-    )
-    p.add_argument("--kafka", metavar="BOOTSTRAP", help="bootstrap servers (default: KAFKA_BOOTSTRAP_SERVERS)")
-    add_naming_args(p)
-    p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    p.set_defaults(func=worker_command)
-    return p
 
 
 def worker_command(args: argparse.Namespace) -> int:

@@ -14,7 +14,6 @@ from typing import Any
 
 from agenttwin.errors import CliError
 from agenttwin.render import out
-from agenttwin.settings import load_settings
 from streams._log_support import RUNTIME_LOG_DIR, cli_data_dir
 
 
@@ -39,7 +38,12 @@ def _data_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _log_dir(args: argparse.Namespace) -> Path:
     given = getattr(args, "data_dir", None)
-    root = Path(given).expanduser() if given else load_settings().resolved_data_dir
+    if given:
+        root = Path(given).expanduser()
+    else:
+        from agenttwin.settings import load_settings  # only when it runs: building the parser stays light
+
+        root = load_settings().resolved_data_dir
     for candidate in (root / RUNTIME_LOG_DIR, root):
         if (candidate / "topics").is_dir():
             return candidate

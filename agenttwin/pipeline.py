@@ -19,7 +19,7 @@ from evaluation.summary import EvaluationReport, build_report
 from evaluation.versions import evaluator_set
 from streams import ids
 from streams.convert import graded_from_verdict
-from streams.embedded import EmbeddedRuntime, Progress, RunStats
+from streams.embedded import DecodeError, EmbeddedRuntime, Progress, RunStats
 from streams.events import CaseVerdicted, EvaluationRequested, Event, PairPlanned
 from streams.log_reader import adopt_dead_letters
 from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator, SubjectJoin
@@ -44,10 +44,11 @@ class Embedded:
         self.close()
 
 
-def open_embedded(settings: Settings, data_dir: Path | None = None) -> Embedded:
+def open_embedded(settings: Settings, data_dir: Path | None = None, *, checkpoints: bool = True) -> Embedded:
+    """The embedded runtime and its warehouse; `checkpoints=False` rebuilds stateful processors from offset 0."""
     root = (data_dir or settings.resolved_data_dir).expanduser()
     root.mkdir(parents=True, exist_ok=True)
-    runtime = EmbeddedRuntime(root)
+    runtime = EmbeddedRuntime(root, checkpoints=checkpoints)
     try:
         adopt_dead_letters(runtime)  # dead letters of consumers that ran beside an earlier writer
         warehouse = open_warehouse(settings.clickhouse_url, root)
@@ -187,7 +188,33 @@ def side_label(cases: Iterable[GradedCase], spec: str) -> str:
     return labels.pop() if len(labels) == 1 else spec
 
 
-def report_for(runtime: EmbeddedRuntime, evaluation_id: str, evaluator_version: str) -> EvaluationReport:
-    """The full comparison document of an evaluation stored in the embedded log."""
-    events = [*runtime.read_events("evaluations"), *runtime.read_events("verdicts")]
-    return report_from_events(events, evaluation_id, evaluator_version)
+def report_for(
+    runtime: EmbeddedRuntime, evaluation_id: str, evaluator_version: str, *, since: dict[str, int] | None = None
+) -> EvaluationReport:
+    """The full comparison document of an evaluation stored in the embedded log.
+
+    Reads only the evaluation's own records (keyed by its id). With `since` (the topics' end offsets before
+    the command ran) it first reads only what the command appended; an evaluation that was there before
+    (a repeated request adds nothing) is then read from the start."""
+    if since is not None:
+        events = _keyed_events(runtime, evaluation_id, since)
+        pair = next((e for e in events if isinstance(e, PairPlanned) and e.evaluation_id == evaluation_id), None)
+        verdicts = sum(1 for e in events if isinstance(e, CaseVerdicted) and e.evaluator_version == evaluator_version)
+        if pair is not None and verdicts >= pair.case_count:
+            return report_from_events(events, evaluation_id, evaluator_version)
+    return report_from_events(_keyed_events(runtime, evaluation_id, {}), evaluation_id, evaluator_version)
+
+
+def _keyed_events(runtime: EmbeddedRuntime, key: str, since: dict[str, int]) -> list[Event]:
+    """Events of `evaluations` and `verdicts` whose record key is `key` (decoded only when it is)."""
+    out: list[Event] = []
+    for topic in ("evaluations", "verdicts"):
+        if topic not in runtime.log.topics():
+            continue
+        for record in runtime.log.read(topic, since.get(topic, 0)):
+            if record.key == key:
+                try:
+                    out.append(runtime.decode(record))
+                except DecodeError:
+                    continue  # dead-lettered by the processors; never part of a report
+    return out

@@ -136,11 +136,12 @@ def evaluate(args: argparse.Namespace) -> int:
             trials=args.trials,
         )
         started = time.perf_counter()
+        since = {t: emb.runtime.log.end_offset(t) for t in ("evaluations", "verdicts")}
         emb.runtime.publish([request])
         cases = len(json.loads(request.scenarios_json)) * 2 * args.trials
         with RunProgress(cases, enabled=progress_wanted(args.json)) as progress:
             run_pipeline(emb, [version], judge_refiner(settings), progress=progress, concurrency=args.concurrency)
-        report = report_for(emb.runtime, request.evaluation_id, version)
+        report = report_for(emb.runtime, request.evaluation_id, version, since=since)
         doc = report.to_dict()
         doc["timings"] = {"wall_ms": round((time.perf_counter() - started) * 1000, 3)}
         epilogue = after_evaluate(args, embedded_store(emb), request.evaluation_id, version)

@@ -10,19 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import Any, TextIO
 
 SIMULATOR = "simulator"
 
@@ -40,7 +28,20 @@ class RunProgress:
         self.after_s = after_s
         self._t0 = time.monotonic()
         self._live = False
-        self._progress = Progress(
+        if not enabled:
+            return  # rich is imported only for a display that may be shown
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress: Any = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
@@ -51,8 +52,8 @@ class RunProgress:
             console=Console(file=stream or sys.stderr),
             transient=True,
         )
-        self._cases: TaskID = self._progress.add_task("simulating cases", total=total_cases)
-        self._events: TaskID = self._progress.add_task("grading and comparing (events)", total=None)
+        self._cases = self._progress.add_task("simulating cases", total=total_cases)
+        self._events = self._progress.add_task("grading and comparing (events)", total=None)
 
     def __call__(self, stage: str, n: int) -> None:
         if not self.enabled:

@@ -9,10 +9,10 @@ hash and the facts' hash, so the same decision over the same facts is stored onc
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agenttwin.command_args import add_gate_args as add_gate_args  # where the parser builds it, no imports
 from agenttwin.errors import CliError
 from agenttwin.render import table
 from agenttwin.stored_evaluation import NotStoredError, StoredEvaluation, load_stored
@@ -23,21 +23,6 @@ from streams.events import Event, GateDecided
 from twin_engine.canonical import canonical_json
 
 Publish = Callable[[Sequence[Event]], None]  # append the events and project them
-
-
-def add_gate_args(p: argparse.ArgumentParser, *, on_evaluate: bool) -> None:
-    if on_evaluate:
-        p.add_argument(
-            "--gate",
-            nargs="?",
-            const="default",
-            metavar="POLICY.yaml",
-            help="decide PASS / WARN / BLOCK (exit 0 / --warn-exit / 1) under this gate-policy.v1 file "
-            "(no file: the default policy)",
-        )
-    else:
-        p.add_argument("--policy", metavar="POLICY.yaml", help="gate-policy.v1 file (default: the default policy)")
-    p.add_argument("--warn-exit", type=int, default=0, metavar="N", help="exit status for a WARN decision (default 0)")
 
 
 def load_policy(value: str | None) -> GatePolicy:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenttwin.command_args import REPORT_FORMATS, add_report_args, register  # noqa: F401 - the parser's side
 from agenttwin.errors import CliError
 from agenttwin.release_gate import (
     GateOutcome,
     Publish,
-    add_gate_args,
     decide_stored,
     gate_evaluation,
     load_policy,
@@ -31,34 +31,6 @@ from consumers.clickhouse import Warehouse
 from evaluation.gate import DEFAULT_POLICY, GateDecision
 from streams.events import Event
 from streams.kafka.naming import Naming
-
-REPORT_FORMATS = ("junit", "markdown", "html")
-
-
-def add_report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (one test case per scenario; - = stdout)")
-    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary for a pull-request comment")
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], data_dir_arg: Any, kafka_arg: Any) -> None:
-    g = sub.add_parser("gate", help="decide PASS / WARN / BLOCK for a stored evaluation (again, e.g. after a review)")
-    g.add_argument("evaluation_id", metavar="EVALUATION_ID")
-    add_gate_args(g, on_evaluate=False)
-    g.add_argument("--evaluator-version", default=None)
-    g.add_argument("--json", action="store_true")
-    data_dir_arg(g)
-    kafka_arg(g)
-    g.set_defaults(func=gate)
-
-    r = sub.add_parser("report", help="write JUnit XML, Markdown or HTML reports of a stored evaluation")
-    r.add_argument("evaluation_id", metavar="EVALUATION_ID")
-    add_report_args(r)
-    r.add_argument("--evaluator-version", default=None)
-    data_dir_arg(r)
-    kafka_arg(r)
-    r.set_defaults(func=report)
-
 
 # --- where the stored evaluation lives --------------------------------------------------------------------
 

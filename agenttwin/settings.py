@@ -9,7 +9,8 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evaluation.judges.settings import JudgeSettings
-from streams.kafka.naming import DEFAULT_PREFIX, SINGLE_OBJECT_WIRE, WIRE_MODES, Naming, WireFormat, WireMode
+from streams.kafka.naming import Naming, WireFormat
+from streams.kafka.naming_defaults import DEFAULT_PREFIX, SINGLE_OBJECT_WIRE, WIRE_MODES, WireMode
 
 
 class Settings(BaseSettings):

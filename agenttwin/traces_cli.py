@@ -10,11 +10,13 @@ import argparse
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agenttwin.errors import CliError
 from agenttwin.render import out
-from agenttwin.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from agenttwin.settings import Settings
 
 DEFAULT_JOIN_EVERY_S = 1.0
 TICK_EVERY_S = 1.0  # the joins' horizon timers, however short --join-every is
@@ -34,14 +36,17 @@ def _data_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _kafka_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka", metavar="BOOTSTRAP", help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP_SERVERS)")
-    from agenttwin.kafka_cli import add_naming_args
+    from agenttwin.kafka_args import add_naming_args
 
     add_naming_args(p)
 
 
-def add_ingest_parser(sub: Any) -> None:
-    from producers.otlp.server import DEFAULT_HOST, DEFAULT_PORT
+# producers.otlp.server's defaults, repeated so the parser loads no OTLP code (a test keeps them equal)
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 4318
 
+
+def add_ingest_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "ingest", help="receive OpenTelemetry spans over OTLP/HTTP (POST /v1/traces) from production agents"
     )
@@ -102,6 +107,7 @@ def _bootstrap(args: argparse.Namespace, settings: Settings) -> str | None:
 
 
 def ingest(args: argparse.Namespace) -> int:
+    from agenttwin.settings import load_settings
     from evaluation.claim_model import claim_classifier
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
     from producers.otlp.live import LiveProcessor, run_every
@@ -179,6 +185,7 @@ def ingest(args: argparse.Namespace) -> int:
 
 
 def alerts_tail(args: argparse.Namespace) -> int:
+    from agenttwin.settings import load_settings
     from consumers.alerts import tail_embedded, tail_kafka
 
     settings = load_settings()
@@ -223,6 +230,7 @@ def parse_headers(values: list[str]) -> dict[str, str]:
 
 
 def alerts_webhook(args: argparse.Namespace) -> int:
+    from agenttwin.settings import load_settings
     from consumers.webhook import (
         WebhookSender,
         WebhookStats,

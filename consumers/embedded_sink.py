@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from consumers import sink_progress
-from consumers.clickhouse import Warehouse
+from consumers.clickhouse import Warehouse, WarehouseError
 from consumers.sink import Delivered, drop_projections, ensure_schema, sink_batch
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
 from streams.embedded_log import EmbeddedLog, LogRecord
@@ -14,6 +14,11 @@ from streams.events import Event
 from streams.topics import ALL_TOPICS
 
 SINK_GROUP = "clickhouse-sink"  # the sink's stage name in dead letters (its progress is in the warehouse)
+
+
+class ProgressPastLogError(WarehouseError):
+    """The warehouse's offsets are past the end of a topic: it projected other records than the log holds
+    (the topics were deleted or replaced by an older copy), and events at those offsets would be skipped."""
 
 
 @dataclass
@@ -48,6 +53,13 @@ def project_log(
     ensure_schema(warehouse)
     source = sink_progress.EMBEDDED_SOURCE
     positions = sink_progress.load(warehouse, source)
+    for (topic_name, _), held in sorted(positions.items()):
+        if held.next > log.end_offset(topic_name):
+            raise ProgressPastLogError(
+                f"the warehouse {warehouse.database} has projected topic {topic_name} up to offset "
+                f"{held.next} but the topic ends at {log.end_offset(topic_name)} (the topics were "
+                "replaced): run `agenttwin rebuild` to re-project them"
+            )
     stats = SinkStats()
     for topic in ALL_TOPICS:  # dead-letters last, so letters written below are projected in this pass
         if topic.name not in log.topics():

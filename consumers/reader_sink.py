@@ -9,7 +9,8 @@ one when all are busy. A copy is a warehouse like any other: the sink's loop (co
 brings it up to date from the offsets stored in it (`sink_offsets`), a batch cut short is redone exactly,
 and its statements name their database. Undecodable records are skipped here: dead-lettering them is the
 writer's job (its own sink does it). A copy whose tables no longer match its offsets (a newer version's
-table, a table dropped by hand) is re-projected from offset 0: it is a cache, nothing else reads it.
+table, a table dropped by hand, offsets past the end of topics that were replaced) is re-projected from
+offset 0: it is a cache, nothing else reads it.
 With `AGENTTWIN_CLICKHOUSE_URL` naming a server, there is no copy: the reader brings that server's database
 up to date from the offsets stored there (shared with every sink of that warehouse) and queries it.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from consumers.clickhouse import Warehouse, open_warehouse, resolve_chdb_path
-from consumers.embedded_sink import SinkStats, project_log
+from consumers.embedded_sink import ProgressPastLogError, SinkStats, project_log
 from consumers.sink import MissingProjectionError, drop_projections
 from streams.embedded import DecodeError
 from streams.embedded_log import LogRecord
@@ -83,7 +84,7 @@ def sync_read_only(
 
     try:
         return project_log(reader.log, reader.decode, warehouse, undecodable=skip, batch_size=batch_size)
-    except MissingProjectionError:
+    except (MissingProjectionError, ProgressPastLogError):
         if not own_copy:  # a server's projections are everyone's: `agenttwin rebuild` is the owner's call
             raise
         drop_projections(warehouse)

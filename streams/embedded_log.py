@@ -134,9 +134,11 @@ class _Topic:
     blocks: list[Entry] = field(default_factory=list)  # the readable blocks, in offset order
     firsts: list[int] = field(default_factory=list)  # first offset of each block, for bisect
     end_offset: int = 0
+    readable: int = 0  # records in readable blocks (end_offset minus the quarantined ones)
 
     def add(self, entry: Entry) -> None:
         if entry.kind == BLOCK:  # a block (a gap only moves the end: its offsets stay taken)
+            self.readable += entry.count
             self.blocks.append(entry)
             self.firsts.append(entry.first_offset)
             self.file_end = entry.end
@@ -348,6 +350,12 @@ class EmbeddedLog:
         with self._mutex:
             state = self._topic(topic)
             return state.end_offset if state else 0
+
+    def readable(self, topic: str) -> int:
+        """Records the topic can still give (its end offset minus the records moved to quarantine)."""
+        with self._mutex:
+            state = self._topic(topic)
+            return state.readable if state else 0
 
     # -- append --------------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ path exactly as the caller gave it and `line` is where the offending value (or i
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import functools
 import json
@@ -22,6 +23,7 @@ from agenttwin.demo import MANIFEST_DIR, NAMED_SUITES
 from schemas import JSON_DIR
 from twin_engine.canonical import sha256_hex
 from twin_engine.errors import DefinitionError
+from twin_engine.parsed import cached, file_key, text_digest
 from twin_engine.yaml_loader import (
     KIB,
     MIB,
@@ -166,6 +168,11 @@ def _json_kind(value: Any) -> str:
 
 def load_twin(path: str | Path) -> Twin:
     """Validate a twin file, build it, and place the engine's semantic errors at their line."""
+    key = file_key(path, TWIN_MAX_BYTES)
+    return cached(None if key is None else ("twin-file", key), lambda: _load_twin(path))
+
+
+def _load_twin(path: str | Path) -> Twin:
     from twin_engine.twin import Twin  # the engine is imported lazily: loading documents must not need it
 
     doc = load_twin_document(path)
@@ -210,6 +217,17 @@ def twin_tool_names(twin: Twin | LoadedDocument | Mapping[str, Any]) -> frozense
     if isinstance(data, Mapping):
         return frozenset(data.get("spec", {}).get("tools", {}))
     return frozenset(data.tool_names)
+
+
+def _twin_identity(twin: Twin | LoadedDocument | Mapping[str, Any] | None) -> str | None:
+    """What a parsed scenario depends on of its twin, for the parse cache: the twin's content hash."""
+    if twin is None:
+        return None
+    if isinstance(twin, LoadedDocument):
+        return sha256_hex(twin.data)
+    if isinstance(twin, Mapping):
+        return sha256_hex(twin)
+    return twin.hash
 
 
 # --- scenarios --------------------------------------------------------------------------------------------
@@ -345,6 +363,13 @@ def scenario_from_text(
     text: str, source_name: str, twin: Twin | LoadedDocument | Mapping[str, Any] | None = None
 ) -> Scenario:
     """A scenario from its text (YAML or JSON), e.g. a document carried inside an event."""
+    key = ("scenario-text", text_digest(text), _twin_identity(twin))
+    scenario = cached(key, lambda: _scenario_text(text, source_name, twin))
+    # the same text under another name (each event names its own): only `source` differs
+    return scenario if scenario.source == source_name else dataclasses.replace(scenario, source=source_name)
+
+
+def _scenario_text(text: str, source_name: str, twin: Twin | LoadedDocument | Mapping[str, Any] | None) -> Scenario:
     doc = load_document_text(text, source_name, max_bytes=SCENARIO_MAX_BYTES)
     validate_document(doc, SCENARIO_SCHEMA)
     return _scenario_from_document(doc, twin)
@@ -352,6 +377,16 @@ def scenario_from_text(
 
 def _load_scenario(
     path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None, *, twin_explicit: bool = True
+) -> tuple[Scenario, LoadedDocument]:
+    key = file_key(path, SCENARIO_MAX_BYTES)
+    return cached(
+        None if key is None else ("scenario-file", key, _twin_identity(twin), twin_explicit),
+        lambda: _read_scenario(path, twin, twin_explicit),
+    )
+
+
+def _read_scenario(
+    path: str | Path, twin: Twin | LoadedDocument | Mapping[str, Any] | None, twin_explicit: bool
 ) -> tuple[Scenario, LoadedDocument]:
     doc = load_scenario_document(path)
     return _scenario_from_document(doc, twin, twin_explicit=twin_explicit), doc
@@ -512,6 +547,11 @@ class AgentManifest:
 
 
 def load_manifest(path: str | Path) -> AgentManifest:
+    key = file_key(path, MANIFEST_MAX_BYTES)
+    return cached(None if key is None else ("manifest-file", key), lambda: _load_manifest(path))
+
+
+def _load_manifest(path: str | Path) -> AgentManifest:
     doc = load_manifest_document(path)
     data: dict[str, Any] = doc.data
     meta, spec = data["metadata"], data["spec"]

@@ -15,6 +15,7 @@ from twin_engine.canonical import canonical_bytes, sha256_hex
 from twin_engine.errors import DefinitionError
 from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
 from twin_engine.handlers import Handler, compile_handler
+from twin_engine.parsed import cached
 from twin_engine.templates import (
     TemplateScope,
     TemplateSyntaxError,
@@ -148,7 +149,13 @@ class Twin:
 
     @classmethod
     def from_definition(cls, doc: Mapping[str, Any]) -> Twin:
-        """Compile a schema-valid twin.v1 document; semantic problems raise DefinitionError."""
+        """Compile a schema-valid twin.v1 document; semantic problems raise DefinitionError. A document
+        compiled before in this process (same canonical content) gives the same, immutable Twin."""
+        digest = sha256_hex(doc)
+        return cached(("twin", cls, digest), lambda: cls._compile(doc, digest))
+
+    @classmethod
+    def _compile(cls, doc: Mapping[str, Any], digest: str) -> Twin:
         spec = doc.get("spec") or {}
         initial = spec.get("initialState") or {}
         if not isinstance(initial, dict):
@@ -160,7 +167,7 @@ class Twin:
         retrieval = spec.get("retrieval") or {}
         return cls(
             name=str((doc.get("metadata") or {}).get("name", "")),
-            hash=sha256_hex(doc),
+            hash=digest,
             definition=copy.deepcopy(dict(doc)),
             tools=tools,
             initial_state=copy.deepcopy(initial),

@@ -23,8 +23,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-import chdb.session
-
 from consumers.clickhouse._values import converter_for, json_compact_columns, quote_identifier, string_literal
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
 from consumers.clickhouse.read_only import checked_statement, is_readonly_refusal, refusal
@@ -194,6 +192,8 @@ def _result(raw: bytes, sql: str) -> QueryResult:
 
 
 def _new_session(path: str) -> Any:
+    import chdb.session  # imported on first use: loading chDB (and pyarrow) costs a CLI that never queries
+
     return chdb.session.Session(path)  # type: ignore[no-untyped-call]
 
 

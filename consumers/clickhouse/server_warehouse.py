@@ -14,9 +14,6 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import clickhouse_connect
-from clickhouse_connect.driver.exceptions import ClickHouseError
-
 from consumers.clickhouse._values import check_rows, normalize_server_value, quote_identifier
 from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
@@ -85,10 +82,12 @@ class ServerWarehouse:
             self._client.command(
                 f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self._database)}", use_database=False
             )
-        except ClickHouseError as exc:
+        except _clickhouse_error() as exc:
             raise WarehouseError(f"cannot use ClickHouse at {settings.display()}: {exc}") from exc
 
     def _connect(self, **extra: Any) -> Any:
+        import clickhouse_connect  # imported on first use, like chDB
+
         s = self.settings
         return clickhouse_connect.get_client(
             host=s.host, port=s.port, username=s.username, password=s.password, secure=s.secure, **extra
@@ -103,7 +102,7 @@ class ServerWarehouse:
             raise WarehouseError(f"ClickHouse warehouse {self.settings.display()} is closed")
         try:
             return action()
-        except ClickHouseError as exc:
+        except _clickhouse_error() as exc:
             raise WarehouseError(f"ClickHouse rejected {what}: {exc}") from exc
 
     def execute(self, sql: str) -> None:
@@ -139,7 +138,7 @@ class ServerWarehouse:
         def call(statement: str) -> Any:
             try:
                 return reader.query(statement)
-            except ClickHouseError as exc:
+            except _clickhouse_error() as exc:
                 if is_readonly_refusal(str(exc)):
                     raise refusal(str(exc)) from exc
                 raise WarehouseError(f"ClickHouse rejected {statement[:200]!r}: {exc}") from exc
@@ -159,7 +158,7 @@ class ServerWarehouse:
             try:
                 # every request of this client carries the database and readonly = 1 (a session of its own)
                 self._reader = self._connect(database=self._database, settings={"readonly": 1})
-            except ClickHouseError as exc:
+            except _clickhouse_error() as exc:
                 raise WarehouseError(f"cannot use ClickHouse at {self.settings.display()}: {exc}") from exc
         return self._reader
 
@@ -178,3 +177,10 @@ class ServerWarehouse:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _clickhouse_error() -> type[Exception]:
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    error: type[Exception] = ClickHouseError
+    return error

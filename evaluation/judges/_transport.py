@@ -13,18 +13,17 @@ from typing import TypeVar
 
 import httpx
 
+from evaluation.judges._limits import BASE_BACKOFF_S as BASE_BACKOFF_S
+from evaluation.judges._limits import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES
+from evaluation.judges._limits import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from evaluation.judges._limits import MAX_OUTPUT_TOKENS as MAX_OUTPUT_TOKENS
+from evaluation.judges._limits import MAX_WAIT_S as MAX_WAIT_S
+from evaluation.judges._limits import SEED as SEED
+from evaluation.judges._limits import TEMPERATURE as TEMPERATURE
+from evaluation.judges._limits import Sleep as Sleep  # re-exported for the adapters
 from evaluation.judges.errors import RATE_LIMITED, REJECTED, TIMEOUT, UNAVAILABLE, JudgeError
 
 T = TypeVar("T")
-
-MAX_WAIT_S = 10.0
-BASE_BACKOFF_S = 0.5
-DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_RETRIES = 2
-TEMPERATURE = 0.0
-MAX_OUTPUT_TOKENS = 1024
-SEED = 7
-Sleep = Callable[[float], None]
 
 
 @functools.cache

@@ -17,14 +17,12 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from evaluation.judges._transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Sleep
-from evaluation.judges.anthropic import AnthropicJudge
+from evaluation.judges._limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Sleep
 from evaluation.judges.budget import DEFAULT_MAX_CALLS, DEFAULT_MAX_COST_USD, JudgeBudget
 from evaluation.judges.calling import DEFAULT_SEMANTIC_TIMEOUT_S
 from evaluation.judges.contract import Judge
 from evaluation.judges.errors import JudgeConfigError
 from evaluation.judges.fake import OfflineJudge
-from evaluation.judges.openai_compat import OpenAICompatibleJudge
 from evaluation.judges.pricing import Prices
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
@@ -73,6 +71,8 @@ def judge_from_settings(settings: JudgeSettings, *, sleep: Sleep = time.sleep) -
                 "The anthropic judge needs an API key: set AGENTTWIN_JUDGE_API_KEY or ANTHROPIC_API_KEY "
                 "(or AGENTTWIN_JUDGE_PROVIDER=fake for the deterministic, non-LLM judge)."
             )
+        from evaluation.judges.anthropic import AnthropicJudge  # the SDK loads only when this judge is used
+
         return AnthropicJudge(
             model=settings.model or DEFAULT_ANTHROPIC_MODEL,
             api_key=key,
@@ -94,6 +94,8 @@ def judge_from_settings(settings: JudgeSettings, *, sleep: Sleep = time.sleep) -
     ]
     if missing or key is None or settings.base_url is None or settings.model is None:
         raise JudgeConfigError(f"The openai judge needs {', '.join(missing)} to be set.")
+    from evaluation.judges.openai_compat import OpenAICompatibleJudge
+
     return OpenAICompatibleJudge(
         model=settings.model,
         api_key=key,

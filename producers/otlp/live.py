@@ -1,8 +1,8 @@
 """Run a processor live beside the receiver on the embedded log: incremental, in the writer process.
 
-`EmbeddedRuntime.run` drives processors to quiescence and rebuilds stateful stores from offset 0 on each
-call — right for batch runs, quadratic when called every second. `LiveProcessor` rebuilds its store once
-(first step reads from offset 0) and then only reads new offsets. It runs under the publisher's lock,
+`EmbeddedRuntime.run` drives processors to quiescence, opening and committing their checkpoints on each
+call — right for batch runs, too much per second. `LiveProcessor` keeps its store in memory: it rebuilds
+it once (the first step reads from offset 0) and then only reads new offsets. It runs under the publisher's lock,
 because the embedded log has a single writer and request threads publish concurrently. A poison event
 goes to the dead letters, like in EmbeddedRuntime.
 """

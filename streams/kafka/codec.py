@@ -16,7 +16,8 @@ from streams import ids
 from streams.embedded import DecodeError
 from streams.events import EVENT_BY_SCHEMA, DeadLettered, Event
 from streams.identity import CONFLUENT, SINGLE_OBJECT, event_time_ms, record_headers
-from streams.kafka.naming import CONFLUENT_WIRE, Naming
+from streams.kafka.naming import Naming
+from streams.kafka.naming_defaults import CONFLUENT_WIRE
 from streams.registry import CONFLUENT_HEADER_SIZE, RegistryError, SchemaRegistry, frame, schema_id_of
 from streams.wire import DecodedEvent, SchemaStore, WireError
 

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
 
+from streams.kafka.naming_defaults import CONFLUENT_WIRE, DEFAULT_PREFIX, SINGLE_OBJECT_WIRE, WIRE_MODES, WireMode
 from streams.topics import ALL_TOPICS, TOPIC_BY_NAME, Topic
 
 _LEGAL = re.compile(r"^[A-Za-z0-9._-]*$")
-DEFAULT_PREFIX = "agenttwin."
-WireMode = Literal["single-object", "confluent"]
-SINGLE_OBJECT_WIRE: WireMode = "single-object"
-CONFLUENT_WIRE: WireMode = "confluent"
-WIRE_MODES: tuple[str, ...] = (SINGLE_OBJECT_WIRE, CONFLUENT_WIRE)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ class Processor:
     """Subclasses set `inputs` (topic names) and implement `handle`."""
 
     inputs: ClassVar[tuple[str, ...]] = ()
-    # Stateless processors resume from their committed offsets; stateful ones rebuild their store by
-    # re-reading their inputs from offset 0 in the embedded runtime (outputs dedupe by event id).
+    # Stateless processors resume from their committed offsets; the embedded runtime checkpoints a
+    # stateful one's store with its offsets (streams/checkpoints.py) and resumes from there.
     stateful: ClassVar[bool] = False
 
     @property

@@ -15,6 +15,19 @@ from its final answer (streams/processors/trace_claims.py, evaluation/claim_read
 For production traces the join also emits a ClaimRead whenever its reading of the trace changes (agent,
 tools, final answer, claim): v_production_traces shows the latest. Simulated traces get none (their cases
 carry the same facts).
+
+State stays bounded. One horizon after an entry's last event it is *closed*: its one-sided outcomes are
+reported, then it shrinks to what a late claim or verification needs (`_compact`): the claim, the
+verifications unless a stated claim was compared with them, the subjects and the last write call (an alert
+names them), the reading last emitted and the alerts sent; a late verification is still compared with that
+claim, a late span counts only when it states a claim (the reading stays as it was, with that claim: revisions
+go on), a duplicate changes nothing. One `retention` later the closed entry is evicted (a tombstone on Kafka);
+an event received at or before the last event of an evicted entry (a redelivered duplicate: Kafka does not
+dedupe by event id) is then ignored, so it can neither reopen the entry nor alert again. A span of the trace
+received later still opens a new entry: its alerts are its own, and its ClaimRead revisions start again from 1
+(they do not replace the higher revision in `claims`). The timer finds due entries through a time index kept
+in the store (`_expiry.TimeIndex`), never by scanning it; simulated entries have their own index, on the
+simulations' clock (their events all carry pinned times, so they are never taken for late ones).
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from evaluation.claim_reader import read_claim
 from evaluation.contradiction import is_contradiction
 from streams import ids
 from streams.events import ContradictionDetected, Event, OutcomeVerified, SpanRecorded
+from streams.processors._expiry import INDEX_PREFIX, TimeIndex, check_entity_key
 from streams.processors.base import Processor, Store
 from streams.processors.trace_claims import (
     ClaimClassifier,
@@ -43,6 +57,12 @@ CLAIM_INFERRED_ATTRIBUTE = "agenttwin.outcome.claim_inferred_by"  # an adapter r
 RULE = "claimed-success-disproved"
 TOOL_ATTRIBUTE = "agenttwin.outcome.tool"  # the riskiest tool of the run, set on the claim
 DEFAULT_HORIZON = timedelta(hours=1)
+BUCKETS_PER_HORIZON = 120  # time-index granularity: a timer reads at most 1/120 of a horizon it need not
+SIMULATION_CLOCK = f"{INDEX_PREFIX}sim-clock"  # the latest receive time of any simulated event
+INDEXED = f"{INDEX_PREFIX}indexed"  # set once every entry of the store is in a time index
+# The latest last-receive time of an evicted live entry: an event received at or before it belongs to an
+# entry that is gone (a redelivered duplicate, or later than horizon + retention): it changes nothing.
+EVICTED_BEFORE = f"{INDEX_PREFIX}evicted-before"
 
 
 def _new_entry(tenant: str | None, trace_id: str) -> dict[str, Any]:
@@ -63,6 +83,9 @@ def _stored(key: str, value: Any) -> dict[str, Any]:
     if "trace_id" not in entry:
         entry["tenant"] = (entry.get("claim") or {}).get("tenant")
         entry["trace_id"] = key.rpartition("|")[2]
+    if entry.get("last_received") is None:  # written before receive times were kept: its latest event time
+        times = [(entry.get("claim") or {}).get("at"), *(v.received_time for v in entry["verified"].values())]
+        entry["last_received"] = max((t for t in times if t is not None), default=None)
     return entry
 
 
@@ -70,9 +93,18 @@ class OutcomeJoin(Processor):
     inputs = ("spans", "verified-outcomes")
     stateful = True
 
-    def __init__(self, horizon: timedelta = DEFAULT_HORIZON, classifier: ClaimClassifier = read_claim) -> None:
+    def __init__(
+        self,
+        horizon: timedelta = DEFAULT_HORIZON,
+        classifier: ClaimClassifier = read_claim,
+        retention: timedelta | None = None,
+    ) -> None:
         self.horizon = horizon
         self.classifier = classifier  # reads a claim from a final answer when the trace states none
+        self.retention = horizon if retention is None else retention
+        width = max(horizon / BUCKETS_PER_HORIZON, timedelta(milliseconds=1))
+        self._live = TimeIndex("due", width)
+        self._sim = TimeIndex("sim-due", width)
 
     @property
     def name(self) -> str:
@@ -81,18 +113,30 @@ class OutcomeJoin(Processor):
     def handle(self, store: Store, event: Event) -> list[Event]:
         if not isinstance(event, SpanRecorded | OutcomeVerified):
             return []
-        key = ids.join_key(event.tenant, event.trace_id)
-        entry: dict[str, Any] = dict(store.get(key) or _new_entry(event.tenant, event.trace_id))
+        key = check_entity_key(ids.join_key(event.tenant, event.trace_id))
+        self._ensure_indexed(store)
+        stored = store.get(key)
+        simulated = ids.is_simulation_tenant(event.tenant)
+        if stored is None and not simulated:
+            evicted = store.get(EVICTED_BEFORE)
+            if evicted is not None and event.received_time <= evicted:
+                return []  # its entry was evicted: a duplicate, or too late to join anything
+        entry = _stored(key, stored) if stored is not None else _new_entry(event.tenant, event.trace_id)
+        closed = bool(entry.get("closed"))
+        if closed and isinstance(event, SpanRecorded) and CLAIM_ATTRIBUTE not in event.attributes:
+            return []  # past the horizon a span matters only when it states a claim
+        due_before = self._due(entry) if stored is not None else None
         last = entry.get("last_received")
         entry["last_received"] = event.received_time if last is None else max(last, event.received_time)
         out: list[Event] = []
         if isinstance(event, SpanRecorded):
             attrs = event.attributes
-            reading = read_span(event)
             tool, risk = attrs.get("gen_ai.tool.name"), attrs.get("agenttwin.tool.risk")
-            if tool:
+            if tool and not closed:
                 entry["tools"] = {**entry["tools"], tool: risk or ""}
-            take_span(entry, event, reading)
+            frozen = entry.get("reading") if closed else None  # a closed entry's reading changes only its claim
+            if frozen is None:
+                take_span(entry, event, read_span(event))
             if CLAIM_ATTRIBUTE in attrs:
                 entry["claim"] = {
                     "status": attrs[CLAIM_ATTRIBUTE].upper(),
@@ -110,14 +154,76 @@ class OutcomeJoin(Processor):
             elif entry["claim"] is None or entry["claim"].get("from_answer"):
                 entry["claim"] = inferred_claim(entry, self.classifier)
             if not ids.is_simulation_tenant(event.tenant):
-                read = claim_read(entry, entry["last_received"])
+                read = claim_read(entry, entry["last_received"], frozen=frozen)
                 if read is not None:
                     out.append(read)
         else:
             entry["verified"] = {**entry["verified"], event.evaluator_version: event}
         out += self._alerts(entry)
+        if closed:
+            entry = self._compact(entry)
         store[key] = entry
+        if simulated:
+            clock = store.get(SIMULATION_CLOCK)
+            if clock is None or event.received_time > clock:
+                store[SIMULATION_CLOCK] = event.received_time
+        due = self._due(entry)
+        index = self._sim if simulated else self._live
+        if due is not None and (due_before is None or index.bucket(due) != index.bucket(due_before)):
+            index.add(store, key, due)
         return out
+
+    def _ensure_indexed(self, store: Store) -> None:
+        """A store written before the time index existed gets every entry indexed, once."""
+        if store.get(INDEXED) is not None:
+            return
+        for key, value in list(store.items()):
+            if key.startswith(INDEX_PREFIX):
+                continue
+            entry = _stored(key, value)
+            due = self._due(entry)
+            if due is not None:
+                (self._sim if ids.is_simulation_tenant(entry["tenant"]) else self._live).add(store, key, due)
+        store[INDEXED] = 1
+
+    def _due(self, entry: dict[str, Any]) -> datetime | None:
+        """When the timer must next look at an entry: an unsent one-sided report, closing, or eviction."""
+        last = entry.get("last_received")
+        if last is None:
+            return None
+        if entry.get("closed"):
+            due: datetime = last + self.horizon + self.retention
+        else:
+            due = last + self.horizon
+        claim, verified = entry["claim"], entry["verified"]
+        if claim is not None and not verified and not entry.get("matched") and _awaits_verification(entry):
+            alert = ids.alert_id(entry["tenant"], entry["trace_id"], "*", "claim_never_verified")
+            if alert not in entry["sent"]:
+                due = min(due, claim["at"] + self.horizon)
+        if claim is None:
+            for version, v in verified.items():
+                alert = ids.alert_id(entry["tenant"], entry["trace_id"], version, "verification_without_claim")
+                if alert not in entry["sent"]:
+                    due = min(due, v.received_time + self.horizon)
+        return due
+
+    @staticmethod
+    def _compact(entry: dict[str, Any]) -> dict[str, Any]:
+        """A closed entry: what a late claim or verification needs, not the spans' detail.
+
+        Verifications go once a stated claim was compared with them; with a claim read from the answer
+        they stay, for a stated claim may still replace it. Of the tool calls only the last write stays
+        (an alert names it; `_awaits_verification` asks whether there was one); the answer and the cached
+        reading of it go (the reading last emitted stays, so revisions go on)."""
+        claim = entry["claim"]
+        stated = claim is not None and not claim.get("from_answer")
+        matched = bool(entry.get("matched")) or (claim is not None and bool(entry["verified"]))
+        verified = {} if stated else entry["verified"]
+        writes = [(span_id, call) for span_id, call in entry.get("calls", {}).items() if call[3]]
+        last_write = max(writes, key=lambda item: (item[1][0], item[0]), default=None)
+        kept = {k: v for k, v in entry.items() if k not in ("answer", "inferred")}
+        calls = dict([last_write]) if last_write is not None else {}
+        return {**kept, "tools": {}, "calls": calls, "verified": verified, "matched": matched, "closed": True}
 
     def _alerts(self, entry: dict[str, Any]) -> list[Event]:
         claim = entry["claim"]
@@ -187,32 +293,56 @@ class OutcomeJoin(Processor):
         )
 
     def tick(self, store: Store, now: datetime) -> list[Event]:
-        """Report entries that stayed one-sided past the horizon (each once).
+        """Report entries that stayed one-sided past the horizon (each once), close and evict old ones.
 
         `now` is the latest receive time the runtime saw. Simulated entries live on their cases' pinned
-        clock, not on the wall clock: for them the horizon runs up to the latest simulated time in the
-        store, so traffic from outside never makes a simulation's entries look overdue.
+        clock, not on the wall clock: for them the horizon runs up to the latest simulated receive time,
+        so traffic from outside never makes a simulation's entries look overdue.
         """
-        simulated = [
-            entry["last_received"]
-            for entry in store.values()
-            if ids.is_simulation_tenant(entry.get("tenant")) and entry.get("last_received") is not None
-        ]
-        simulation_now = min(now, max(simulated)) if simulated else now
+        self._ensure_indexed(store)
+        simulated = store.get(SIMULATION_CLOCK)
+        simulation_now = min(now, simulated) if simulated is not None else now
         out: list[Event] = []
-        for key, value in list(store.items()):
-            entry = _stored(key, value)
-            clock = simulation_now if ids.is_simulation_tenant(entry["tenant"]) else now
-            before = len(entry["sent"])
-            out += self._overdue(entry, clock)
-            if len(entry["sent"]) != before:
+        for index, clock in ((self._live, now), (self._sim, simulation_now)):
+
+            def due_of(key: str) -> datetime | None:
+                value = store.get(key)
+                return None if value is None else self._due(_stored(key, value))
+
+            def on_due(key: str, index: TimeIndex = index, clock: datetime = clock) -> None:
+                entry = _stored(key, store[key])
+                while True:  # report, close, evict: as many steps as this clock allows at once
+                    out.extend(self._overdue(entry, clock))
+                    last = entry["last_received"]
+                    if entry.get("closed") and last + self.horizon + self.retention <= clock:
+                        del store[key]  # evicted: past the horizon and the retention after it
+                        if index is self._live:
+                            evicted = store.get(EVICTED_BEFORE)
+                            if evicted is None or last > evicted:
+                                store[EVICTED_BEFORE] = last
+                        return
+                    if not entry.get("closed") and last + self.horizon <= clock:
+                        entry = self._compact(entry)
+                    due = self._due(entry)
+                    if due is None or due > clock:
+                        break
                 store[key] = entry
+                if due is not None:
+                    index.add(store, key, due)
+
+            index.expire(store, clock, due_of, on_due)
         return out
 
     def _overdue(self, entry: dict[str, Any], now: datetime) -> list[Event]:
         claim, verified = entry["claim"], entry["verified"]
         out: list[Event] = []
-        if claim is not None and not verified and claim["at"] + self.horizon <= now and _awaits_verification(entry):
+        if (
+            claim is not None
+            and not verified
+            and not entry.get("matched")
+            and claim["at"] + self.horizon <= now
+            and _awaits_verification(entry)
+        ):
             alert = self._once(entry, "*", "claim_never_verified")
             if alert is not None:
                 detail = f"claimed {claim['status']}; no verification within {self.horizon}"

@@ -11,7 +11,11 @@ This is a repartition join: on Kafka, the subjects topic puts a subject's links 
 partition, and the derived verifications go back to the trace's partition of `verified-outcomes`.
 
 A verification no trace matched within the horizon is reported once (`verification_without_claim`, with
-the subject and an empty trace id); links and verifications older than twice the horizon are dropped.
+the subject and an empty trace id); a verification that matched a trace never is. Links and verifications
+are dropped two horizons after they were received (an entry with neither is evicted: a tombstone on
+Kafka); an event received at or before one that was dropped (a redelivered duplicate: Kafka does not dedupe
+by event id) then changes nothing, so it can neither match again nor be reported again. The timer finds
+due entries through a time index kept in the store (`_expiry.TimeIndex`), never by scanning it.
 """
 
 from __future__ import annotations
@@ -21,10 +25,17 @@ from typing import Any
 
 from streams import ids
 from streams.events import ContradictionDetected, Event, OutcomeVerified, SubjectLinked, SubjectVerified
+from streams.processors._expiry import INDEX_PREFIX, TimeIndex, check_entity_key
 from streams.processors.base import Processor, Store
 
 DEFAULT_HORIZON = timedelta(hours=1)
 UNMATCHED = "verification_without_claim"
+BUCKETS_PER_HORIZON = 120  # time-index granularity, as in the outcome join
+INDEXED = f"{INDEX_PREFIX}indexed"  # set once every entry of the store is in the time index
+# The latest receive time of a link or verification dropped: an event received at or before it is a
+# duplicate, or too late to match anything that could still match.
+DROPPED_BEFORE = f"{INDEX_PREFIX}dropped-before"
+_AFTER = timedelta(microseconds=1)  # an item is dropped once it is *more* than two horizons old
 
 
 def _new_entry(tenant: str | None, subject: str) -> dict[str, Any]:
@@ -37,6 +48,7 @@ class SubjectJoin(Processor):
 
     def __init__(self, horizon: timedelta = DEFAULT_HORIZON) -> None:
         self.horizon = horizon
+        self._index = TimeIndex("due", max(horizon / BUCKETS_PER_HORIZON, timedelta(milliseconds=1)))
 
     @property
     def name(self) -> str:
@@ -45,8 +57,14 @@ class SubjectJoin(Processor):
     def handle(self, store: Store, event: Event) -> list[Event]:
         if not isinstance(event, SubjectLinked | SubjectVerified):
             return []
-        key = ids.join_key(event.tenant, event.subject)
-        entry: dict[str, Any] = dict(store.get(key) or _new_entry(event.tenant, event.subject))
+        key = check_entity_key(ids.join_key(event.tenant, event.subject))
+        self._ensure_indexed(store)
+        dropped = store.get(DROPPED_BEFORE)
+        if dropped is not None and event.received_time <= dropped:
+            return []  # older than what the join already dropped: a duplicate, or too late to match
+        stored = store.get(key)
+        entry: dict[str, Any] = dict(stored or _new_entry(event.tenant, event.subject))
+        due_before = self._due(entry) if stored is not None else None
         if isinstance(event, SubjectLinked):
             links = dict(entry["links"])
             known = links.get(event.trace_id)
@@ -59,7 +77,32 @@ class SubjectJoin(Processor):
             entry["verifications"] = {**entry["verifications"], event.event_id: event}
         out = self._matches(entry)
         store[key] = entry
+        due = self._due(entry)
+        if due is not None and (due_before is None or self._index.bucket(due) != self._index.bucket(due_before)):
+            self._index.add(store, key, due)
         return out
+
+    def _ensure_indexed(self, store: Store) -> None:
+        """A store written before the time index existed gets every entry indexed, once."""
+        if store.get(INDEXED) is not None:
+            return
+        for key, value in list(store.items()):
+            if not key.startswith(INDEX_PREFIX) and (due := self._due(dict(value))) is not None:
+                self._index.add(store, key, due)
+        store[INDEXED] = 1
+
+    @staticmethod
+    def _matched(entry: dict[str, Any], vid: str) -> bool:
+        return any(m.split("|", 1)[0] == vid for m in entry["sent"])
+
+    def _due(self, entry: dict[str, Any]) -> datetime | None:
+        """When the timer must next look at an entry: a verification to report, or an item to drop."""
+        times = [link["at"] + 2 * self.horizon + _AFTER for link in entry["links"].values()]
+        for vid, v in entry["verifications"].items():
+            times.append(v.received_time + 2 * self.horizon + _AFTER)
+            if vid not in entry["reported"] and not self._matched(entry, vid):
+                times.append(v.received_time + self.horizon)
+        return min(times, default=None)
 
     def _near(self, a: datetime, b: datetime) -> bool:
         return abs(a - b) <= self.horizon
@@ -96,24 +139,36 @@ class SubjectJoin(Processor):
         )
 
     def tick(self, store: Store, now: datetime) -> list[Event]:
-        """Report verifications no trace matched within the horizon (once each); drop what can match no more."""
+        """Report verifications no trace matched within the horizon (once each); drop what can match no more.
+
+        Visits only the entries the time index says are due."""
+        self._ensure_indexed(store)
         out: list[Event] = []
-        for key, value in list(store.items()):
-            entry = dict(value)
+
+        def due_of(key: str) -> datetime | None:
+            value = store.get(key)
+            return None if value is None else self._due(dict(value))
+
+        def on_due(key: str) -> None:
+            entry = dict(store[key])
             reported = list(entry["reported"])
             for vid, v in sorted(entry["verifications"].items()):
-                if v.received_time + self.horizon > now or vid in reported:
-                    continue
-                if any(self._near(link["at"], v.received_time) for link in entry["links"].values()):
+                if v.received_time + self.horizon > now or vid in reported or self._matched(entry, vid):
                     continue
                 reported.append(vid)
                 out.append(self._unmatched(v))
             keep = now - 2 * self.horizon
             links = {t: link for t, link in entry["links"].items() if link["at"] >= keep}
             verifications = {i: v for i, v in entry["verifications"].items() if v.received_time >= keep}
+            gone = [link["at"] for t, link in entry["links"].items() if t not in links]
+            gone += [v.received_time for i, v in entry["verifications"].items() if i not in verifications]
+            if gone:
+                dropped = store.get(DROPPED_BEFORE)
+                if dropped is None or max(gone) > dropped:
+                    store[DROPPED_BEFORE] = max(gone)
             if not links and not verifications:
                 del store[key]
-                continue
+                return
             if (links, verifications, reported) != (entry["links"], entry["verifications"], entry["reported"]):
                 entry.update(
                     links=links,
@@ -122,6 +177,11 @@ class SubjectJoin(Processor):
                     sent=[m for m in entry["sent"] if m.split("|", 1)[0] in verifications],
                 )
                 store[key] = entry
+            due = self._due(entry)
+            if due is not None:
+                self._index.add(store, key, due)
+
+        self._index.expire(store, now, due_of, on_due)
         return out
 
     def _unmatched(self, v: SubjectVerified) -> ContradictionDetected:

@@ -94,23 +94,32 @@ def alert_subject(entry: dict[str, Any], tool: str | None, named: str | None) ->
     return next(iter(subjects), None)
 
 
-def claim_read(entry: dict[str, Any], at: datetime) -> ClaimRead | None:
-    """A ClaimRead when the trace's reading changed since the last one (and mark it emitted), else None."""
+def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | None = None) -> ClaimRead | None:
+    """A ClaimRead when the trace's reading changed since the last one (and mark it emitted), else None.
+
+    `frozen`: the reading last emitted, of an entry the outcome join closed (it no longer keeps every call
+    and the answer): only its claim is read again."""
     claim = entry.get("claim") or {}
-    calls = calls_in_order(entry)
-    answer = entry.get("answer") or {}
-    content: dict[str, Any] = {
-        "agent": entry.get("agent"),
-        "agent_version": entry.get("agent_version"),
-        "tools": [tool for tool, _, _ in calls],
-        "failed_tools": [tool for tool, failed, _ in calls if failed],
-        "write_tool": last_write_tool(entry),
-        "subjects": sorted(entry.get("subjects", {})),
-        "final_answer": answer.get("text"),
+    claimed = {
         "claimed_status": claim.get("status"),
         "claim_inferred_by": claim.get("inferred_by"),
         "claim_rule": claim.get("rule"),
     }
+    if frozen is not None:
+        content: dict[str, Any] = {**frozen, **claimed}
+    else:
+        calls = calls_in_order(entry)
+        answer = entry.get("answer") or {}
+        content = {
+            "agent": entry.get("agent"),
+            "agent_version": entry.get("agent_version"),
+            "tools": [tool for tool, _, _ in calls],
+            "failed_tools": [tool for tool, failed, _ in calls if failed],
+            "write_tool": last_write_tool(entry),
+            "subjects": sorted(entry.get("subjects", {})),
+            "final_answer": answer.get("text"),
+            **claimed,
+        }
     if content == entry.get("reading"):
         return None
     revision = int(entry.get("revision", 0)) + 1

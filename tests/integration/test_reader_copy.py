@@ -17,7 +17,7 @@ from agenttwin.pipeline import evaluation_request, judge_refiner, processors
 from agenttwin.settings import Settings
 from consumers import sink_progress
 from consumers.clickhouse import ChdbWarehouse, qualified
-from consumers.embedded_sink import sync
+from consumers.embedded_sink import ProgressPastLogError, sync
 from consumers.projections import snapshot
 from consumers.reader_sink import sync_read_only
 from consumers.sink import MissingProjectionError
@@ -112,3 +112,27 @@ def test_a_stale_copy_is_reprojected_but_shared_projections_are_never_dropped(
         assert sync_read_only(reader, copy).rows == sum(len(rows) for rows in before.values())
         assert snapshot(copy) == before == snapshot(copy, final=False)
         copy.execute(f"DROP DATABASE `{copy.database}`")
+
+
+def test_a_copy_ahead_of_replaced_topics_is_reprojected_but_a_shared_one_is_refused(
+    writer: EmbeddedRuntime, chdb_dir: Path, tmp_path: Path
+) -> None:
+    """The topics were replaced by fewer records (deleted and begun again): offsets in a copy past their ends
+    would skip the new records. An own copy is projected again from offset 0; a server's is refused."""
+    small = tmp_path / "small"
+    with EmbeddedRuntime(small) as runtime:
+        runtime.publish([outcome_event("cd" * 16, "FAILURE", True, "external_callback", "x", tenant="acme", at=AT)])
+    with (
+        _warehouse(chdb_dir, "ahead") as copy,
+        _warehouse(chdb_dir, "fresh") as fresh,
+        ReadOnlyLog(writer.data_dir) as big,
+        ReadOnlyLog(small) as reader,
+    ):
+        sync_read_only(big, copy)
+        with pytest.raises(ProgressPastLogError, match="agenttwin rebuild"):
+            sync_read_only(reader, copy, own_copy=False)
+        assert sync_read_only(reader, copy).rows == 1
+        sync_read_only(reader, fresh)
+        assert snapshot(copy) == snapshot(fresh) == snapshot(copy, final=False)
+        for wh in (copy, fresh):
+            wh.execute(f"DROP DATABASE `{wh.database}`")
