@@ -8,7 +8,7 @@ confluent-kafka producing the same Avro bytes). JSON goes under benchmarks/resul
 
     python benchmarks/bench_soak.py                      # embedded: receiver -> log -> live join, 10 minutes
     python benchmarks/bench_soak.py --minutes 2          # shorter
-    python benchmarks/bench_soak.py --kafka 127.0.0.1:9092   # receiver -> Kafka -> `agenttwin worker outcome-join` -> alerts
+    python benchmarks/bench_soak.py --kafka 127.0.0.1:9092   # receiver -> Kafka -> `agenttwin worker` -> alerts
 """
 
 from __future__ import annotations
