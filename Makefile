@@ -56,6 +56,12 @@ bench-ingest: install kafka-up
 bench-kafka: install kafka-up
 	$(BIN)/python benchmarks/bench_kafka.py --kafka 127.0.0.1:9092
 
+## Ingest soak (10 min): spans/s, alert latency p50/p99 and RSS per minute beside the raw decode + append baseline.
+## Kafka: make bench-soak SOAK_ARGS="--kafka 127.0.0.1:9092"; shorter: SOAK_ARGS="--minutes 2".
+.PHONY: bench-soak
+bench-soak: install
+	$(BIN)/python benchmarks/bench_soak.py $(SOAK_ARGS)
+
 kafka-up:
 	bash infra/kafka/kafka.sh up
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agenttwin.settings import Settings
 
 DEFAULT_JOIN_EVERY_S = 1.0
+TICK_EVERY_S = 1.0  # the joins' horizon timers, however short --join-every is
 
 
 def register(sub: Any) -> None:
@@ -111,7 +112,7 @@ def ingest(args: argparse.Namespace) -> int:
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
     from producers.otlp.live import LiveProcessor, run_every
     from producers.otlp.outcomes import OUTCOMES_PATH
-    from producers.otlp.publishing import SerializedPublisher
+    from producers.otlp.publishing import ConcurrentPublisher, GroupCommitPublisher, LockedPublisher
     from producers.otlp.server import TRACES_PATH, make_server
     from streams.log_reader import adopt_dead_letters
     from streams.processors.outcome_join import OutcomeJoin
@@ -141,7 +142,7 @@ def ingest(args: argparse.Namespace) -> int:
         ensure_topics(bootstrap, naming)
         kafka = KafkaPublisher(bootstrap, naming)
         closers.append(kafka)
-        publisher = SerializedPublisher(kafka)
+        publisher: LockedPublisher = ConcurrentPublisher(kafka)  # each request waits for its own acks
         where = f"Kafka {bootstrap}"
     else:
         from streams.embedded import EmbeddedRuntime
@@ -150,7 +151,8 @@ def ingest(args: argparse.Namespace) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
         runtime = EmbeddedRuntime(data_dir)
         closers.append(runtime)
-        publisher = SerializedPublisher(runtime)
+        publisher = GroupCommitPublisher(runtime)  # requests arriving together share one fsync
+        closers.insert(0, publisher)  # commits what is queued before the log closes
         where = f"embedded log {data_dir}"
     try:
         server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body)
@@ -160,8 +162,8 @@ def ingest(args: argparse.Namespace) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if not bootstrap and args.join_every > 0:
         joins = [
-            LiveProcessor(runtime, SubjectJoin(), publisher),
-            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher),
+            LiveProcessor(runtime, SubjectJoin(), publisher, tick_every_s=TICK_EVERY_S),
+            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher, tick_every_s=TICK_EVERY_S),
         ]
 
         def adopt() -> int:  # dead letters a webhook beside this writer made (streams/log_reader.py)

@@ -39,6 +39,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -152,6 +153,7 @@ class EmbeddedLog:
         self.read_only = read_only
         self._fsync = fsync
         self._mutex = threading.RLock()
+        self._deferred = threading.local()  # appends of a thread inside deferred_sync()
         self._topics: dict[str, _Topic] = {}
         self._offsets = GroupOffsets(self.data_dir / "offsets", fsync=fsync, cache=not read_only)
         self._cache: OrderedDict[tuple[str, int], list[LogRecord]] = OrderedDict()
@@ -402,12 +404,37 @@ class EmbeddedLog:
             if written != len(data) or os.pwrite(state.index_fd, raw, state.index_end) != len(raw):
                 os.ftruncate(state.fd, position)
                 raise EventLogError(f"topic {topic}: short write at byte {position}")
-            if self._fsync:
+            deferred = getattr(self._deferred, "topics", None)
+            if deferred is not None:
+                deferred.add(topic)  # the caller fsyncs it with sync() after releasing its lock
+            elif self._fsync:
                 os.fsync(state.fd)  # one fsync per batch; the index entry was written in the same window
             state.add(index_entry)
             state.index_end += ENTRY_SIZE
             state.index_dirty = True
             return range(index_entry.first_offset, state.end_offset)
+
+    @contextmanager
+    def deferred_sync(self) -> Iterator[set[str]]:
+        """Appends on this thread inside the block skip their fsync and name their topics in the set;
+        the caller must `sync` them before acknowledging anything (group commit: one fsync for many
+        batches, taken outside every lock)."""
+        topics: set[str] = set()
+        self._deferred.topics = topics
+        try:
+            yield topics
+        finally:
+            self._deferred.topics = None
+
+    def sync(self, topics: Iterable[str]) -> None:
+        """fsync the container of each topic (blocks appended under `deferred_sync`); holds no lock while
+        the disk works, so appends to other topics and reads go on."""
+        if not self._fsync:
+            return
+        with self._mutex:
+            fds = [state.fd for name in sorted(set(topics)) if (state := self._topics.get(name)) is not None]
+        for fd in fds:
+            os.fsync(fd)
 
     # -- read ----------------------------------------------------------------------------------------------
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from producers.otlp.publishing import SerializedPublisher
+from producers.otlp.publishing import Committed, GroupCommitPublisher, LockedPublisher
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
+from streams.embedded_log import LogRecord
 from streams.events import Event
 from streams.processors.base import Processor, Store
 
@@ -25,53 +28,137 @@ BATCH = 500  # outputs appended at once at most
 
 
 class LiveProcessor:
-    def __init__(self, runtime: EmbeddedRuntime, processor: Processor, publisher: SerializedPublisher) -> None:
+    def __init__(
+        self,
+        runtime: EmbeddedRuntime,
+        processor: Processor,
+        publisher: LockedPublisher,
+        *,
+        tick_every_s: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.runtime = runtime
+        # the timers (the join's horizon, minutes long) need not run on every step: a full pass over the
+        # store 50 times a second is what a short --join-every would otherwise cost
+        self.tick_every_s = tick_every_s
+        self._monotonic = monotonic
+        self._ticked_at: float | None = None
         self.processor = processor
         self.publisher = publisher
         self.store: Store = {}
         self.cursors = {topic: 0 for topic in processor.inputs}
         self.latest: datetime | None = None
         self.produced = 0
+        self.fed = 0  # input events handed over in memory (not decoded from the log)
+        self._inbox: deque[Committed] = deque()
+        self._horizon: dict[str, int] | None = None  # with a group-commit publisher: where its feed starts
+        if isinstance(publisher, GroupCommitPublisher):
+            self._horizon = publisher.subscribe(processor.inputs, self._inbox.append)
 
     def _out(self, events: list[Event]) -> None:
         if events:
-            self.produced += self.runtime.publish(events)
+            self.produced += (
+                self.publisher.publish(events) if self._horizon is not None else self.runtime.publish(events)
+            )
 
     def step(self) -> int:
-        """Handle every new input event (then the processor's timers once); returns events produced.
+        """Handle every new input event, then the processor's timers (at most once per `tick_every_s`);
+        returns events produced.
 
         Outputs are appended in batches of up to BATCH events (one write and one fsync per topic each),
         not one by one: a crash before they are appended loses nothing, since the store is rebuilt from
-        offset 0 on the next start and the outputs come out again (deduplicated by their event ids)."""
+        offset 0 on the next start and the outputs come out again (deduplicated by their event ids).
+
+        With a GroupCommitPublisher, the inputs come from its feed (durable events, in offset order) and
+        the outputs go through it (sharing fsyncs with requests); the log is read only for what the feed
+        does not carry (what was there before it started, batches the log partly held). Otherwise the step
+        reads new offsets from the log under the publisher's lock."""
+        if self._horizon is not None:
+            return self._step_fed()
         before = self.produced
         pending: list[Event] = []
         with self.publisher.lock:
             log = self.runtime.log
             for topic in self.processor.inputs:
-                if topic not in log.topics():
-                    continue
-                for record in log.read(topic, self.cursors[topic]):
-                    self.cursors[topic] = record.offset + 1
-                    try:
-                        event = self.runtime.decode(record)
-                    except DecodeError as exc:
-                        pending.append(dead_letter(self.processor.name, exc.reason, str(exc), record))
-                        continue
-                    if self.latest is None or event.received_time > self.latest:  # never a sender's clock
-                        self.latest = event.received_time
-                    try:
-                        pending.extend(self.processor.handle(self.store, event))
-                    except Exception as exc:  # the stream boundary: a poison event is dead-lettered
-                        detail = "".join(traceback.format_exception_only(exc)).strip()
-                        pending.append(dead_letter(self.processor.name, "PROCESSING_ERROR", detail, record))
-                    if len(pending) >= BATCH:
-                        self._out(pending)
-                        pending = []
-            if self.latest is not None:
-                pending.extend(self.processor.tick(self.store, self.latest))
+                if topic in log.topics():
+                    self._read_log(topic, None, pending)
+            self._tick(pending)
             self._out(pending)
         return self.produced - before
+
+    def _step_fed(self) -> int:
+        assert self._horizon is not None
+        before = self.produced
+        pending: list[Event] = []
+        items: list[Committed] = []
+        while self._inbox:
+            items.append(self._inbox.popleft())
+        for topic in self.processor.inputs:
+            if self.cursors[topic] < self._horizon[topic]:  # the first step: what the log held before the feed
+                self._read_log(topic, self._horizon[topic], pending)
+            for item_topic, first, carried in items:
+                if item_topic != topic:
+                    continue
+                count = carried if isinstance(carried, int) else len(carried)
+                if first + count <= self.cursors[topic]:
+                    continue
+                if first > self.cursors[topic]:  # written beside the feed (a direct append): the log has it
+                    self._read_log(topic, first, pending)
+                if isinstance(carried, int):
+                    self._read_log(topic, first + count, pending)
+                    continue
+                for offset, event in enumerate(carried, start=first):
+                    if offset < self.cursors[topic]:
+                        continue
+                    self.cursors[topic] = offset + 1
+                    self.fed += 1
+                    self._handle(event, pending, lambda e=event, o=offset: self._record(e, o))  # type: ignore[misc]
+        self._tick(pending)
+        self._out(pending)
+        return self.produced - before
+
+    def _tick(self, pending: list[Event]) -> None:
+        if self.latest is None:
+            return
+        now = self._monotonic()
+        if self._ticked_at is not None and now - self._ticked_at < self.tick_every_s:
+            return
+        self._ticked_at = now
+        pending.extend(self.processor.tick(self.store, self.latest))
+
+    def _record(self, event: Event, offset: int) -> LogRecord:
+        """The log record of a fed event (for its dead letter)."""
+        new = self.runtime.encode(event)
+        return LogRecord(event.TOPIC, offset, new.key, new.value, new.headers, new.timestamp_ms)
+
+    def _read_log(self, topic: str, stop: int | None, pending: list[Event]) -> None:
+        """Handle the log's records of `topic` from the cursor up to `stop` (None: its end)."""
+        start = self.cursors[topic]
+        limit = None if stop is None else stop - start
+        if limit is not None and limit <= 0:
+            return
+        for record in self.runtime.log.read(topic, start, limit):
+            self.cursors[topic] = record.offset + 1
+            try:
+                event = self.runtime.decode(record)
+            except DecodeError as exc:
+                pending.append(dead_letter(self.processor.name, exc.reason, str(exc), record))
+                continue
+            self._handle(event, pending, lambda r=record: r)  # type: ignore[misc]
+        if stop is not None:
+            self.cursors[topic] = max(self.cursors[topic], stop)  # offsets moved to quarantine stay taken
+
+    def _handle(self, event: Event, pending: list[Event], record: Callable[[], LogRecord]) -> None:
+        if self.latest is None or event.received_time > self.latest:  # never a sender's clock
+            self.latest = event.received_time
+        try:
+            pending.extend(self.processor.handle(self.store, event))
+        except Exception as exc:  # the stream boundary: a poison event is dead-lettered
+            detail = "".join(traceback.format_exception_only(exc)).strip()
+            pending.append(dead_letter(self.processor.name, "PROCESSING_ERROR", detail, record()))
+        if len(pending) >= BATCH:
+            self._out(pending[:])
+            pending.clear()
 
     def run_every(self, interval_s: float, stop: threading.Event) -> threading.Thread:
         """Step on a daemon thread every `interval_s` until `stop` is set."""

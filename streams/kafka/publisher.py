@@ -6,7 +6,9 @@ Kafka has no event-id dedup: publishing an event twice writes it twice. Downstre
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Self
 
@@ -18,6 +20,25 @@ from streams.kafka.codec import Headers, KafkaCodec, OutMessage
 from streams.kafka.naming import Naming
 
 FLUSH_TIMEOUT_S = 60.0
+POLL_S = 0.005  # how long a publishing thread waits in poll() before looking at its own batch again
+
+
+class _Batch:
+    """The delivery reports one publish() waits for (called on whichever thread polls)."""
+
+    def __init__(self, count: int) -> None:
+        self.remaining = count
+        self.errors: list[str] = []
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def delivered(self, err: KafkaError | None, _msg: Message) -> None:
+        with self._lock:
+            if err is not None:
+                self.errors.append(str(err))
+            self.remaining -= 1
+            if self.remaining == 0:
+                self.done.set()
 
 
 class PublishError(Exception):
@@ -50,15 +71,21 @@ class KafkaPublisher:
         timestamp_ms: int | None = None,
     ) -> None:
         """Queue bytes as they are (tests inject undecodable messages with it); timestamp 0/None = now."""
+        self._produce(topic, key, value, headers, timestamp_ms, self._on_delivery)
+
+    def _produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes,
+        headers: Headers | None,
+        timestamp_ms: int | None,
+        on_delivery: Callable[[KafkaError | None, Message], None],
+    ) -> None:
         while True:
             try:
                 self._producer.produce(
-                    topic,
-                    key=key,
-                    value=value,
-                    headers=headers,
-                    timestamp=timestamp_ms or 0,
-                    on_delivery=self._on_delivery,
+                    topic, key=key, value=value, headers=headers, timestamp=timestamp_ms or 0, on_delivery=on_delivery
                 )
                 return
             except BufferError:  # local queue full: let deliveries drain, then retry
@@ -71,13 +98,25 @@ class KafkaPublisher:
             raise PublishError(f"{left} message(s) not delivered; errors: {[str(e) for e in errors[:5]]}")
 
     def publish(self, events: Iterable[Event]) -> int:
-        """Put events on their topics keyed by their `key`; durable (acknowledged by all replicas) on return."""
-        n = 0
-        for event in events:
-            self.send(self.codec.encode(event))
-            n += 1
-        self.flush()
-        return n
+        """Put events on their topics keyed by their `key`; durable (acknowledged by all replicas) on return.
+
+        Safe to call from many threads at once: each call waits for its own messages' acknowledgements
+        (not a flush of everyone's), so concurrent calls share the producer's batches and round trips."""
+        messages = [self.codec.encode(event) for event in events]
+        if not messages:
+            return 0
+        batch = _Batch(len(messages))
+        for m in messages:
+            self._produce(m.topic, m.key, m.value, m.headers, m.timestamp_ms, batch.delivered)
+        deadline = time.monotonic() + FLUSH_TIMEOUT_S
+        while not batch.done.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PublishError(f"{batch.remaining} message(s) not delivered within {FLUSH_TIMEOUT_S:g} s")
+            self._producer.poll(min(POLL_S, left))  # serves delivery reports: this call's or another's
+        if batch.errors:
+            raise PublishError(f"{len(batch.errors)} message(s) not delivered; errors: {batch.errors[:5]}")
+        return len(messages)
 
     def close(self) -> None:
         self._producer.flush(FLUSH_TIMEOUT_S)
