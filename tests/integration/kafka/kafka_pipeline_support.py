@@ -6,20 +6,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agenttwin.kafka_cli import build_workers
 from agenttwin.pipeline import evaluation_request, judge_refiner, processors
 from agenttwin.settings import Settings
-from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError, qualified
+from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError, qualified, sql_literal
 from consumers.embedded_sink import sync
 from consumers.projections import TABLE_BY_EVENT
 from consumers.sink import ensure_schema
 from streams.embedded import EmbeddedRuntime
-from streams.events import EvaluationRequested
+from streams.events import EvaluationRequested, Event
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
@@ -82,6 +82,7 @@ class Reference:
     versions: tuple[str, ...]
     requests: list[EvaluationRequested]
     rows: dict[str, list[tuple[Any, ...]]]
+    events: dict[str, list[Event]] = field(default_factory=dict)  # every topic's events, in log order
 
     @property
     def counts(self) -> dict[str, int]:
@@ -98,29 +99,75 @@ def embedded_reference(
         sync(runtime, warehouse)
         rows = {t: table_rows(warehouse, t) for t in TABLES}
         assert rows == {t: table_rows(warehouse, t, final=False) for t in TABLES}, "duplicates in the reference"
-        return Reference(versions, requests, rows)
+        events = {t.name: runtime.read_events(t.name) for t in ALL_TOPICS}
+        return Reference(versions, requests, rows, events)
 
 
-def differences(expected: Reference, warehouse: Warehouse, tables: Sequence[str] = COMPARED) -> list[str]:
-    """Human-readable differences between the reference tables and the warehouse's (empty = identical)."""
+@dataclass(frozen=True)
+class TableDump:
+    """One table as the comparisons see it: its columns, its rows under FINAL and its rows as stored."""
+
+    columns: list[str]
+    final: list[tuple[Any, ...]]
+    stored: list[tuple[Any, ...]]  # without FINAL: a row inserted twice is here twice, until a merge
+    merged_parts: int  # active parts that merged several inserts (a merge collapses duplicates)
+
+
+def dump_tables(warehouse: Warehouse, tables: Sequence[str] = TABLES) -> dict[str, TableDump]:
+    return {
+        t: TableDump(
+            warehouse.query(f"SELECT * FROM {qualified(warehouse, t)} LIMIT 0").columns,
+            table_rows(warehouse, t),
+            table_rows(warehouse, t, final=False),
+            int(
+                warehouse.query(
+                    "SELECT count() FROM system.parts WHERE active AND min_block_number != max_block_number "
+                    f"AND database = {sql_literal(warehouse.database)} AND table = {sql_literal(t)}"
+                ).rows[0][0]
+            ),
+        )
+        for t in tables
+    }
+
+
+def merges_off(warehouse: Warehouse) -> None:
+    """Create the projection tables and keep ClickHouse from merging their parts (a table setting, so it holds
+    in every process that opens the warehouse): a row inserted twice stays two rows, so counting without
+    FINAL sees it. A ReplacingMergeTree merge would collapse it in the background, at a time of its own."""
+    ensure_schema(warehouse)
+    for table in TABLES:
+        warehouse.execute(
+            f"ALTER TABLE {qualified(warehouse, table)} MODIFY SETTING max_bytes_to_merge_at_max_space_in_pool = 1"
+        )
+
+
+def as_inserted_differences(expected: Reference, tables: Mapping[str, TableDump]) -> list[str]:
+    """differences(), from a warehouse under merges_off(): its rows without FINAL are every row ever inserted."""
+    merged = [f"{t}: {d.merged_parts} merged part(s), duplicates hidden" for t, d in tables.items() if d.merged_parts]
+    return merged + differences(expected, tables)
+
+
+def differences(
+    expected: Reference, tables: Warehouse | Mapping[str, TableDump], names: Sequence[str] = COMPARED
+) -> list[str]:
+    """Human-readable differences between the reference tables and a warehouse's, or a dump of one taken
+    by another process (empty = identical, with FINAL and without)."""
+    dump = tables if isinstance(tables, Mapping) else dump_tables(tables, names)
     problems: list[str] = []
-    for table in tables:
-        got = table_rows(warehouse, table)
-        want = expected.rows[table]
-        stored = table_rows(warehouse, table, final=False)
+    for table in names:
+        got, stored, want = dump[table].final, dump[table].stored, expected.rows[table]
         if stored != got:  # a row inserted twice: FINAL hides it, a count without FINAL would not
             problems.append(f"{table}: {len(stored)} rows stored, {len(got)} after FINAL (duplicates)")
         if got == want:
             continue
         problems.append(f"{table}: {len(got)} rows, reference {len(want)}")
-        columns = warehouse.query(f"SELECT * FROM {qualified(warehouse, table)} LIMIT 0").columns
         by_id = {r[0]: r for r in want}
         for row in [r for r in got if r not in want][:3]:
             ref = by_id.get(row[0])
             if ref is None:
                 problems.append(f"  extra row {row!r:.300}")
                 continue
-            for name, a, b in zip(columns, row, ref, strict=True):
+            for name, a, b in zip(dump[table].columns, row, ref, strict=True):
                 if a != b:
                     problems.append(f"  {row[0]} {name}: {a!r:.400} != reference {b!r:.400}")
     return problems
