@@ -23,7 +23,7 @@ from streams.events import EvaluationRequested, Event
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
-from streams.kafka.reading import read_all
+from streams.kafka.reading import group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
@@ -200,9 +200,14 @@ def run_on_kafka(
     extra_workers: Sequence[Worker] = (),
     expected_dead_letters: int = 0,
     timeout_s: float = PIPELINE_TIMEOUT_S,
+    drained: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Run workers of `kinds` (+ extra) in this process, play the scenario (default: publish the reference's
-    requests), then wait until the warehouse has the reference's row counts and every worker is idle."""
+    requests), then wait until the warehouse has the reference's row counts and every worker is idle.
+
+    `drained` (consumer group -> its input topics, logical names), for workers in other processes: wait also
+    until those groups and the sinks' have lag 0, i.e. until everything they wrote is in the warehouse too
+    (the counts alone may be reached before a restarted worker has written its last, maybe duplicate, event)."""
     ensure_topics(bootstrap, naming)
     # the tables exist before anything polls them (the sink thread would create them, maybe too late:
     # `complete()` once met a half-created schema on a loaded machine and failed with "Unknown table")
@@ -224,7 +229,12 @@ def run_on_kafka(
             counts = table_counts(warehouse)
         except WarehouseError:  # the sink has not created the tables yet
             return False
-        return counts == want and all(s.caught_up for s in sinks)
+        if counts != want or not all(s.caught_up for s in sinks):
+            return False
+        if drained is None:
+            return True
+        groups = {**drained, **{s.group_name: tuple(t.name for t in ALL_TOPICS) for s in sinks}}
+        return not any(group_lag(bootstrap, naming, groups).values())
 
     async def main() -> None:
         async with WorkerGroup([*workers, *extra_workers]) as group:

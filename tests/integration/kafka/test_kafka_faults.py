@@ -20,6 +20,7 @@ from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
+from streams.processors import Comparator, Grader, OutcomeJoin
 from streams.topics import ALL_TOPICS
 from tests.integration.kafka.kafka_pipeline_support import (
     Reference,
@@ -62,6 +63,7 @@ JOINS = {
     # claims (spans) wait for their verification
     "outcome-join": Join("outcome-join", ("spans",), ("verified-outcomes",), ("contradictions",)),
 }
+INPUTS = {"grader": Grader.inputs, "comparator": Comparator.inputs, "outcome-join": OutcomeJoin.inputs}
 
 
 async def _until_verdicts(bootstrap: str, naming: Naming, at_least: int, group: WorkerGroup) -> None:
@@ -121,10 +123,58 @@ def test_stateful_worker_killed_with_sigkill_mid_stream_and_restarted(
     with warehouse_for(chdb_root, f"kafka_kill_{kind}") as warehouse:  # the in-process sink writes it
         merges_off(warehouse)
         try:
-            run_on_kafka(kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario)
+            run_on_kafka(
+                kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario,
+                drained={join.group: INPUTS[kind]},
+            )  # fmt: skip
         except TimeoutError as exc:
             diagnosis = grader_diagnosis(kafka_bootstrap, naming) if kind == "grader" else f"see {worker.log}"
             raise AssertionError(f"{exc}\n{diagnosis}") from None
+        problems = as_inserted_differences(reference, dump_tables(warehouse))
+        assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("kind", sorted(JOINS))
+def test_stateful_worker_killed_between_its_outputs_and_its_changelog(
+    kind: str,
+    kafka_bootstrap: str,
+    chdb_root: Path,
+    reference: Reference,
+    tmp_path: Path,
+    processes: list[WorkerProcess],
+) -> None:
+    """Killed at the worst moment (tests/integration/kafka/paused_worker.py): a batch's outputs acknowledged,
+    its store changes and offsets not written. The restarted `agenttwin worker KIND` handles the batch again."""
+    naming = new_naming()
+    join = JOINS[kind]
+    state = tmp_path / "state"
+    state.mkdir()
+    paused = WorkerProcess(
+        kafka_bootstrap, naming, tmp_path, kind,
+        command=("tests.integration.kafka.paused_worker", kind, "--state", str(state)), label=f"paused-{kind}",
+    )  # fmt: skip
+    worker = WorkerProcess(kafka_bootstrap, naming, tmp_path, kind)
+    processes += [paused, worker]
+    fed = [e for t, events in reference.events.items() if t not in join.outputs for e in events]
+
+    def paused_in_batch() -> bool:
+        paused.check()
+        return (state / "paused").exists()
+
+    async def scenario(group: WorkerGroup, publisher: KafkaPublisher) -> None:
+        paused.start()
+        await asyncio.to_thread(publisher.publish, fed)
+        await group.wait_for(paused_in_batch, timeout_s=WAIT_S, poll_s=0.2, what=f"{kind} between its writes")
+        paused.kill()
+        worker.start()
+
+    with warehouse_for(chdb_root, f"kafka_kill_mid_{kind}") as warehouse:
+        merges_off(warehouse)
+        run_on_kafka(
+            kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario,
+            drained={join.group: INPUTS[kind]},
+        )  # fmt: skip
         problems = as_inserted_differences(reference, dump_tables(warehouse))
         assert problems == [], "\n".join(problems)
 
