@@ -20,6 +20,21 @@ from streams.kafka.naming import Naming
 ADMIN_TIMEOUT_S = 30.0
 SESSION_TIMEOUT_S = 10.0
 HEARTBEAT_INTERVAL_S = SESSION_TIMEOUT_S / 10
+# Group errors (commits, committed offsets) that mean "not now" rather than "not yours": the coordinator is
+# moving or loading, the cluster away (librdkafka does not flag them all retriable).
+NOT_NOW = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+    }
+)
+
 _ANY_MS = str(2**63 - 1)
 EVENT_TIME_CONFIG = {
     "message.timestamp.type": "CreateTime",

@@ -17,14 +17,15 @@ from streams.events import CaseVerdicted, DeadLettered
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
-from streams.kafka.reading import group_lag, read_all
+from streams.kafka.reading import read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.processors import Comparator, Grader, OutcomeJoin
-from streams.topics import ALL_TOPICS
 from tests.integration.kafka.kafka_pipeline_support import (
+    ALL_TOPIC_NAMES,
     Reference,
     as_inserted_differences,
+    at_lag_0,
     differences,
     dump_tables,
     grader_diagnosis,
@@ -38,7 +39,6 @@ from tests.integration.kafka.worker_processes import WorkerProcess, committed, d
 from tests.integration.kafka_broker import not_restartable, restart_broker
 
 WAIT_S = 60.0
-ALL_TOPIC_NAMES = tuple(t.name for t in ALL_TOPICS)
 NOT_GRADER = tuple(k for k in ALL_KINDS if k != "grader")
 
 
@@ -218,7 +218,7 @@ def test_sink_killed_with_sigkill_mid_batch_and_restarted(
         paused.kill()
         publisher.publish(parts[2])
     sink.start()  # `agenttwin worker sink` on the same warehouse: the same group
-    wait(lambda: group_lag(kafka_bootstrap, naming, {group: ALL_TOPIC_NAMES})[group] == 0, sink, "lag 0")
+    wait(lambda: at_lag_0(kafka_bootstrap, naming, {group: ALL_TOPIC_NAMES}), sink, "lag 0")
     assert sink.stop() == 0
     tables = dump_in_another_process(data_dir)
     problems = as_inserted_differences(reference, tables)

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streams.kafka.clients import consumer_config
 from streams.kafka.naming import Naming
+from streams.kafka.reading import committed_positions
 from streams.topics import TOPIC_BY_NAME
 from tests.integration.kafka.kafka_pipeline_support import TableDump
 from tests.integration.kafka_broker import REPO_ROOT
@@ -90,7 +91,7 @@ def committed(bootstrap: str, naming: Naming, group: str, topics: Sequence[str])
     consumer = Consumer(consumer_config(bootstrap, naming.group(group)))
     try:
         parts = [TopicPartition(naming.topic(t), p) for t in topics for p in range(TOPIC_BY_NAME[t].partitions)]
-        return sum(max(tp.offset, 0) for tp in consumer.committed(parts, timeout=30))
+        return sum(max(tp.offset, 0) for tp in committed_positions(consumer, parts))
     finally:
         consumer.close()
 
