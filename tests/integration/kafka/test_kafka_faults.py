@@ -88,7 +88,7 @@ def processes() -> Iterator[list[WorkerProcess]]:
 
 @pytest.mark.kafka
 @pytest.mark.parametrize("kind", sorted(JOINS))
-def test_stateful_worker_killed_with_sigkill_mid_stream_and_restarted(
+def test_stateful_worker_killed_mid_join_and_between_its_writes_then_restarted(
     kind: str,
     kafka_bootstrap: str,
     chdb_root: Path,
@@ -96,56 +96,15 @@ def test_stateful_worker_killed_with_sigkill_mid_stream_and_restarted(
     tmp_path: Path,
     processes: list[WorkerProcess],
 ) -> None:
-    """The worker (`agenttwin worker KIND`, a process of its own) is killed once its group has committed some of
-    the events that begin its joins; the ones that complete them come while it is dead. The restarted worker
-    has that state only from its changelog (a worker that lost it leaves joins unfinished: tested)."""
-    naming = new_naming()
-    join = JOINS[kind]
-    worker = WorkerProcess(kafka_bootstrap, naming, tmp_path, kind)
-    processes.append(worker)
-    fed = {t: e for t, e in reference.events.items() if t not in join.outputs}
-    assert all(reference.events[t] for t in (*join.first, *join.then, *join.outputs) if t != "reviews")
-    first = [e for t, events in fed.items() if t not in join.then for e in events]
-    then = [e for t in join.then for e in fed[t]]
+    """The worker kind, fed the reference's events, is killed with SIGKILL twice:
 
-    def made_progress() -> bool:
-        worker.check()
-        return committed(kafka_bootstrap, naming, join.group, join.first) > 0
-
-    async def scenario(group: WorkerGroup, publisher: KafkaPublisher) -> None:
-        worker.start()
-        await asyncio.to_thread(publisher.publish, first)
-        await group.wait_for(made_progress, timeout_s=WAIT_S, poll_s=0.2, what=f"{kind} committed some input")
-        worker.kill()  # no shutdown: offsets, changelog and outputs as they happened to be
-        await asyncio.to_thread(publisher.publish, then)  # events keep flowing while it is dead
-        worker.start()  # at once: the new member joins while the dead one still holds its partitions
-
-    with warehouse_for(chdb_root, f"kafka_kill_{kind}") as warehouse:  # the in-process sink writes it
-        merges_off(warehouse)
-        try:
-            run_on_kafka(
-                kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario,
-                drained={join.group: INPUTS[kind]},
-            )  # fmt: skip
-        except TimeoutError as exc:
-            diagnosis = grader_diagnosis(kafka_bootstrap, naming) if kind == "grader" else f"see {worker.log}"
-            raise AssertionError(f"{exc}\n{diagnosis}") from None
-        problems = as_inserted_differences(reference, dump_tables(warehouse))
-        assert problems == [], "\n".join(problems)
-
-
-@pytest.mark.kafka
-@pytest.mark.parametrize("kind", sorted(JOINS))
-def test_stateful_worker_killed_between_its_outputs_and_its_changelog(
-    kind: str,
-    kafka_bootstrap: str,
-    chdb_root: Path,
-    reference: Reference,
-    tmp_path: Path,
-    processes: list[WorkerProcess],
-) -> None:
-    """Killed at the worst moment (tests/integration/kafka/paused_worker.py): a batch's outputs acknowledged,
-    its store changes and offsets not written. The restarted `agenttwin worker KIND` handles the batch again."""
+    1. mid-join: once its group has committed some of the events that begin its joins (`first`); the ones
+       that complete them (`then`) come while it is dead, so the next worker has that state only from its
+       changelog (one that lost it would never get to step 2: tested by breaking the changelog's load);
+    2. between its writes (tests/integration/kafka/paused_worker.py): a batch's outputs acknowledged, its
+       store changes and offsets not written. `agenttwin worker KIND` restarted handles the batch again and
+       writes the same outputs a second time: the sink must not project them twice.
+    """
     naming = new_naming()
     join = JOINS[kind]
     state = tmp_path / "state"
@@ -156,25 +115,41 @@ def test_stateful_worker_killed_between_its_outputs_and_its_changelog(
     )  # fmt: skip
     worker = WorkerProcess(kafka_bootstrap, naming, tmp_path, kind)
     processes += [paused, worker]
-    fed = [e for t, events in reference.events.items() if t not in join.outputs for e in events]
+    fed = {t: e for t, e in reference.events.items() if t not in join.outputs}
+    assert all(reference.events[t] for t in (*join.first, *join.then, *join.outputs) if t != "reviews")
+    first = [e for t, events in fed.items() if t not in join.then for e in events]
+    then = [e for t in join.then for e in fed[t]]
 
-    def paused_in_batch() -> bool:
+    def made_progress() -> bool:
+        paused.check()
+        return committed(kafka_bootstrap, naming, join.group, join.first) > 0
+
+    def between_writes() -> bool:
         paused.check()
         return (state / "paused").exists()
 
     async def scenario(group: WorkerGroup, publisher: KafkaPublisher) -> None:
-        paused.start()
-        await asyncio.to_thread(publisher.publish, fed)
-        await group.wait_for(paused_in_batch, timeout_s=WAIT_S, poll_s=0.2, what=f"{kind} between its writes")
-        paused.kill()
+        paused.start()  # no outputs before `then`: it does not pause in step 1
+        await asyncio.to_thread(publisher.publish, first)
+        await group.wait_for(made_progress, timeout_s=WAIT_S, poll_s=0.2, what=f"{kind} committed some input")
+        paused.kill()  # 1. mid-join; no shutdown: offsets, changelog and outputs as they happened to be
+        assert not (state / "paused").exists(), "it wrote outputs before the events that complete its joins"
+        await asyncio.to_thread(publisher.publish, then)  # events keep flowing while it is dead
+        paused.start()  # at once: the new member joins while the dead one still holds its partitions
+        await group.wait_for(between_writes, timeout_s=2 * WAIT_S, poll_s=0.2, what=f"{kind} between its writes")
+        paused.kill()  # 2. its outputs are on their topics, its store changes and offsets are not
         worker.start()
 
-    with warehouse_for(chdb_root, f"kafka_kill_mid_{kind}") as warehouse:
+    with warehouse_for(chdb_root, f"kafka_kill_{kind}") as warehouse:  # the in-process sink writes it
         merges_off(warehouse)
-        run_on_kafka(
-            kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario,
-            drained={join.group: INPUTS[kind]},
-        )  # fmt: skip
+        try:
+            run_on_kafka(
+                kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario,
+                drained={join.group: INPUTS[kind]},
+            )  # fmt: skip
+        except TimeoutError as exc:
+            diagnosis = grader_diagnosis(kafka_bootstrap, naming) if kind == "grader" else ""
+            raise AssertionError(f"{exc}\n{diagnosis}\nsee {paused.log}, {worker.log}") from None
         problems = as_inserted_differences(reference, dump_tables(warehouse))
         assert problems == [], "\n".join(problems)
 
