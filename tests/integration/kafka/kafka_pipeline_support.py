@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError, quali
 from consumers.embedded_sink import sync
 from consumers.projections import TABLE_BY_EVENT
 from consumers.sink import ensure_schema
+from producers.sdk.outcome import subject_outcome_event
 from streams.embedded import EmbeddedRuntime
-from streams.events import EvaluationRequested, Event
+from streams.events import EvaluationRequested, Event, SubjectLinked
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
@@ -27,6 +29,8 @@ from streams.kafka.reading import group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
+from streams.processors.base import Processor
+from streams.processors.subject_join import SubjectJoin
 from streams.topics import ALL_TOPICS
 from tests.integration.kafka_broker import unique_name
 
@@ -94,13 +98,51 @@ def embedded_reference(
     chdb_root: Path, data_dir: Path, versions: tuple[str, ...], database: str, request_version: str = "1.1.0"
 ) -> Reference:
     requests = demo_requests(request_version)
+    return _embedded_run(chdb_root, data_dir, database, requests, processors(versions, judge_refiner(Settings())))
+
+
+# Links of twelve traces to twelve orders (a refund each), then a verification by order of each (failed): the
+# subject join's input, as `agenttwin ingest` would write it.
+SUBJECTS_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def subject_events(n: int = 12) -> list[Event]:
+    links: list[Event] = []
+    for i in range(n):
+        trace = f"{i + 1:032x}"
+        links.append(
+            SubjectLinked(
+                event_id=f"link-{i}", occurred_at=SUBJECTS_AT, received_at=SUBJECTS_AT, correlation_id=trace,
+                tenant="acme", subject=f"order:ORD-{i}", trace_id=trace, tool="refund_payment",
+            )
+        )  # fmt: skip
+    later = SUBJECTS_AT + timedelta(minutes=1)
+    verifications = [
+        subject_outcome_event(
+            f"order:ORD-{i}", "FAILURE", True, "external_callback", "refund_count: 2", tenant="acme", at=later
+        )
+        for i in range(n)
+    ]
+    return links + verifications
+
+
+def subjects_reference(chdb_root: Path, data_dir: Path, database: str) -> Reference:
+    """subject_events() through the embedded subject join."""
+    return _embedded_run(chdb_root, data_dir, database, subject_events(), [SubjectJoin()])
+
+
+def _embedded_run(
+    chdb_root: Path, data_dir: Path, database: str, inputs: Sequence[Event], run: Sequence[Processor]
+) -> Reference:
     with EmbeddedRuntime(data_dir) as runtime, ChdbWarehouse(chdb_root, database) as warehouse:
-        runtime.publish(requests)
-        runtime.run(processors(versions, judge_refiner(Settings())))
+        runtime.publish(inputs)
+        runtime.run(run)
         sync(runtime, warehouse)
         rows = {t: table_rows(warehouse, t) for t in TABLES}
         assert rows == {t: table_rows(warehouse, t, final=False) for t in TABLES}, "duplicates in the reference"
         events = {t.name: runtime.read_events(t.name) for t in ALL_TOPICS}
+        versions = tuple(sorted({v for p in run if (v := getattr(p, "evaluator_version", None))})) or ("1.1.0",)
+        requests = [e for e in inputs if isinstance(e, EvaluationRequested)]
         return Reference(versions, requests, rows, events)
 
 

@@ -44,7 +44,7 @@ async def serve(worker: FaustWorker) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=("grader", "comparator", "outcome-join"))
+    parser.add_argument("kind", choices=("grader", "comparator", "outcome-join", "subject-join"))
     parser.add_argument("--kafka", required=True)
     parser.add_argument("--topic-prefix", required=True)
     parser.add_argument("--state", required=True, type=Path)

@@ -13,7 +13,16 @@ import pytest
 
 from agenttwin.kafka_cli import ALL_KINDS
 from consumers.clickhouse import QueryResult, Warehouse, WarehouseError, qualified
-from streams.events import CaseVerdicted, DeadLettered
+from streams.events import (
+    CaseFinished,
+    CaseVerdicted,
+    DeadLettered,
+    EvaluationRequested,
+    Event,
+    OutcomeVerified,
+    PairPlanned,
+    SubjectVerified,
+)
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
@@ -21,6 +30,8 @@ from streams.kafka.reading import read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.processors import Comparator, Grader, OutcomeJoin
+from streams.processors.base import Processor
+from streams.processors.subject_join import SubjectJoin
 from tests.integration.kafka.kafka_pipeline_support import (
     ALL_TOPIC_NAMES,
     Reference,
@@ -44,26 +55,32 @@ NOT_GRADER = tuple(k for k in ALL_KINDS if k != "grader")
 
 @dataclass(frozen=True)
 class Join:
-    """A stateful worker kind fed the reference's events: `first` leaves its store holding half-joined entries,
-    `then` completes them; it writes `outputs` (so they are not fed). `group` is its consumer group."""
+    """A stateful worker kind fed the events of a reference (a fixture's name) but its own `outputs`: first the
+    ones that begin its joins (its store then holds half-joined entries; its group's commits on `begins` show
+    progress), then the ones of types `completes`. `processor` gives its consumer group and its inputs."""
 
-    group: str
-    first: tuple[str, ...]
-    then: tuple[str, ...]
+    reference: str
+    processor: Processor
+    begins: tuple[str, ...]
+    completes: tuple[type[Event], ...]
     outputs: tuple[str, ...]
 
 
 JOINS = {
     # twin calls wait for their case's end (which says how many there are)
     "grader": Join(
-        "grader-1.1.0", ("twin-calls",), ("cases",), ("verdicts", "expectation-results", "verified-outcomes")
+        "reference", Grader("1.1.0"), ("twin-calls",), (CaseFinished,),
+        ("verdicts", "expectation-results", "verified-outcomes"),
     ),
     # both sides' verdicts wait for the pair plan
-    "comparator": Join("comparator", ("verdicts", "reviews"), ("evaluations",), ("comparisons",)),
-    # claims (spans) wait for their verification
-    "outcome-join": Join("outcome-join", ("spans",), ("verified-outcomes",), ("contradictions",)),
-}
-INPUTS = {"grader": Grader.inputs, "comparator": Comparator.inputs, "outcome-join": OutcomeJoin.inputs}
+    "comparator": Join("reference", Comparator(), ("verdicts",), (EvaluationRequested, PairPlanned), ("comparisons",)),
+    # a trace's spans (its claim) wait for its verification
+    "outcome-join": Join("reference", OutcomeJoin(), ("spans",), (OutcomeVerified,), ("contradictions", "claims")),
+    # a subject's links to traces wait for a verification by subject
+    "subject-join": Join(
+        "subjects", SubjectJoin(), ("subjects",), (SubjectVerified,), ("verified-outcomes", "contradictions")
+    ),
+}  # fmt: skip
 
 
 async def _until_verdicts(bootstrap: str, naming: Naming, at_least: int, group: WorkerGroup) -> None:
@@ -92,7 +109,7 @@ def test_stateful_worker_killed_mid_join_and_between_its_writes_then_restarted(
     kind: str,
     kafka_bootstrap: str,
     chdb_root: Path,
-    reference: Reference,
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     processes: list[WorkerProcess],
 ) -> None:
@@ -115,14 +132,16 @@ def test_stateful_worker_killed_mid_join_and_between_its_writes_then_restarted(
     )  # fmt: skip
     worker = WorkerProcess(kafka_bootstrap, naming, tmp_path, kind)
     processes += [paused, worker]
-    fed = {t: e for t, e in reference.events.items() if t not in join.outputs}
-    assert all(reference.events[t] for t in (*join.first, *join.then, *join.outputs) if t != "reviews")
-    first = [e for t, events in fed.items() if t not in join.then for e in events]
-    then = [e for t in join.then for e in fed[t]]
+    reference: Reference = request.getfixturevalue(join.reference)
+    fed = [e for t, events in reference.events.items() if t not in join.outputs for e in events]
+    first = [e for e in fed if not isinstance(e, join.completes)]
+    then = [e for e in fed if isinstance(e, join.completes)]
+    assert then and all(reference.events[t] for t in join.begins)
+    assert any(reference.events[t] for t in join.outputs)
 
     def made_progress() -> bool:
         paused.check()
-        return committed(kafka_bootstrap, naming, join.group, join.first) > 0
+        return committed(kafka_bootstrap, naming, join.processor.name, join.begins) > 0
 
     def between_writes() -> bool:
         paused.check()
@@ -145,7 +164,7 @@ def test_stateful_worker_killed_mid_join_and_between_its_writes_then_restarted(
         try:
             run_on_kafka(
                 kafka_bootstrap, naming, warehouse, reference, tmp_path, kinds=("sink",), scenario=scenario,
-                drained={join.group: INPUTS[kind]},
+                drained={join.processor.name: join.processor.inputs},
             )  # fmt: skip
         except TimeoutError as exc:
             diagnosis = grader_diagnosis(kafka_bootstrap, naming) if kind == "grader" else ""
