@@ -55,7 +55,7 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     DeadLettered: "dead_letters",
 }
 DDL_FILES = ("tables.sql", "views.sql", "sink.sql")
-SINK_TABLES = ("sink_offsets", "sink_identity")
+SINK_TABLES = ("sink_offsets", "sink_events", "sink_identity")
 # `CREATE OR REPLACE VIEW` for a view whose columns changed: an old warehouse gets the new one on its next start
 _CREATED = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|VIEW) (?:IF NOT EXISTS )?(\w+)")
 

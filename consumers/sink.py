@@ -1,22 +1,31 @@
 """The ClickHouse sink: events -> projection tables, batched, with insert dedup tokens.
 
 At-least-once delivery becomes exactly-once rows: a batch's token is derived from the offsets it
-covers (`<topic>-<partition>-<first>-<last>-<table>`), so a retried batch is dropped by ClickHouse,
-and the tables are ReplacingMergeTree keyed by the event's identity, so a replayed event collapses
-under FINAL. The sink's progress is stored in the warehouse itself, around each batch
-(consumers/sink_progress.py), so a batch cut short is redone with the very same tokens.
+covers (`<topic>-<partition>-<first>-<last>-<table>`), so a retried batch is dropped by ClickHouse.
+An event that reached its topic twice (at two offsets: a worker killed between writing its outputs and
+recording it writes them again) is recognised by its id and row digest, kept in `sink_events`, and
+not inserted again; the tables are ReplacingMergeTree keyed by the event's identity besides. So every
+table holds each event once, read with FINAL or without. The sink's progress is stored in the warehouse
+itself, around each batch (consumers/sink_progress.py), so a batch cut short is redone with the very
+same tokens and the very same rows.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from consumers import sink_progress
 from consumers.clickhouse import Warehouse, WarehouseError, qualified, sql_literal
 from consumers.projections import SINK_TABLES, TABLE_BY_EVENT, columns_of, ddl, row_of, view_names
 from streams.events import Event
+
+EVENTS_COLUMNS = ["projection", "event_id", "digest"]
+LOOKUP_CHUNK = 1000
 
 
 @dataclass(frozen=True)
@@ -49,10 +58,11 @@ def ensure_schema(warehouse: Warehouse) -> None:
 
 
 def drop_projections(warehouse: Warehouse) -> None:
-    """Drop every projection table, view and the sink's offsets (not the warehouse's identity)."""
+    """Drop every projection table, view and the sink's record of them (offsets, the events held), not the
+    warehouse's identity."""
     for view in view_names():
         warehouse.execute(f"DROP VIEW IF EXISTS {qualified(warehouse, view)}")
-    for table in [*sorted(TABLE_BY_EVENT.values()), SINK_TABLES[0]]:
+    for table in [*sorted(TABLE_BY_EVENT.values()), *(t for t in SINK_TABLES if t != "sink_identity")]:
         warehouse.execute(f"DROP TABLE IF EXISTS {qualified(warehouse, table)} SYNC")
 
 
@@ -62,20 +72,61 @@ def _existing(warehouse: Warehouse) -> set[str]:
 
 
 def write_batch(warehouse: Warehouse, batch: Sequence[Delivered]) -> int:
-    """Insert one batch's rows (any mix of topics and event types); returns the rows sent."""
+    """Insert one batch's rows (any mix of topics and event types), leaving out every event whose identical
+    copy its table already holds (or that comes twice in the batch); returns the rows inserted.
+
+    The rows go first, one insert per topic, partition and table, then their ids and digests (one insert):
+    a batch cut short anywhere is redone with the same rows under the same tokens."""
     groups: dict[tuple[str, int, type[Event]], list[Delivered]] = defaultdict(list)
     for item in batch:
         groups[(item.topic, item.partition, type(item.event))].append(item)
-    sent = 0
+    held = _held(warehouse, {(TABLE_BY_EVENT[type(i.event)], i.event.event_id) for i in batch})
+    tokens: list[str] = []
+    recorded: list[list[str]] = []
     for (topic, partition, event_type), items in sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].__name__)
     ):
         table = TABLE_BY_EVENT[event_type]
         first, last = min(i.offset for i in items), max(i.offset for i in items)
         token = f"{topic}-{partition}-{first}-{last}-{table}"
-        warehouse.insert(table, columns_of(event_type), [row_of(i.event) for i in items], dedup_token=token)
-        sent += len(items)
-    return sent
+        rows = []
+        for item in items:
+            row = row_of(item.event)
+            digest = row_digest(row)
+            if held.get((table, item.event.event_id)) == digest:
+                continue  # this very event is in the table already
+            held[(table, item.event.event_id)] = digest
+            rows.append(row)
+            recorded.append([table, item.event.event_id, digest])
+        if rows:
+            warehouse.insert(table, columns_of(event_type), rows, dedup_token=token)
+            tokens.append(token)
+    if recorded:
+        token = "sink-events-" + hashlib.sha256("|".join(tokens).encode()).hexdigest()
+        warehouse.insert(sink_progress.qualified_name(warehouse, "sink_events"), EVENTS_COLUMNS, recorded, token)
+    return len(recorded)
+
+
+def row_digest(row: Sequence[Any]) -> str:
+    """A digest of a row's values (row_of): equal for two copies of one event, different once it changed."""
+    return hashlib.blake2b(json.dumps(row, default=str, ensure_ascii=False).encode(), digest_size=16).hexdigest()
+
+
+def _held(warehouse: Warehouse, keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(table, event id) -> the digest of the row the table holds for it, for those of `keys` it holds."""
+    held: dict[tuple[str, str], str] = {}
+    by_table: dict[str, list[str]] = defaultdict(list)
+    for table, event_id in sorted(keys):
+        by_table[table].append(event_id)
+    for table, event_ids in by_table.items():
+        for start in range(0, len(event_ids), LOOKUP_CHUNK):  # a query stays far below max_query_size
+            chunk = ", ".join(sql_literal(e) for e in event_ids[start : start + LOOKUP_CHUNK])
+            rows = warehouse.query(
+                f"SELECT event_id, digest FROM {qualified(warehouse, 'sink_events')} FINAL "
+                f"WHERE projection = {sql_literal(table)} AND event_id IN ({chunk})"
+            ).rows
+            held.update({(table, str(event_id)): str(digest) for event_id, digest in rows})
+    return held
 
 
 def sink_batch(warehouse: Warehouse, source: str, batch: Sequence[Delivered], ranges: sink_progress.Ranges) -> int:

@@ -2,8 +2,10 @@
 # A real single-node Apache Kafka 4.x broker (KRaft, combined broker+controller) on 127.0.0.1,
 # run from Maven Central jars: no Docker, no Kafka distribution tarball.
 #
-#   kafka.sh fetch | up | down | restart | wipe | status | lib | tool NAME [ARGS...]
+#   kafka.sh fetch | up | down | restart | kill | wipe | status | lib | tool NAME [ARGS...]
 #
+# `kill` stops the broker with SIGKILL, as a crash or the OOM killer would: no clean shutdown, the data
+# stays and the next `up` recovers its logs (what the fault tests do to prove nothing is lost).
 # `lib` prints the folder of the jars (fetching them first if needed). `tool` runs one of Kafka's own
 # command-line tools from those jars: consumer-groups (= kafka-consumer-groups.sh), console-consumer
 # (= kafka-console-consumer.sh), topics (= kafka-topics.sh), e.g.
@@ -321,6 +323,26 @@ do_down() {
   say "down: $how"
 }
 
+# A crash: SIGKILL, no controlled shutdown, no flush; the data stays for the next `up` to recover.
+do_kill() {
+  local pid deadline
+  if ! pid="$(live_pid)"; then
+    rm -f "$PID_FILE"
+    say "already down"
+    return 0
+  fi
+  kill -KILL "$pid" 2>/dev/null || true
+  deadline=$(( $(date +%s) + STOP_TIMEOUT ))
+  # Gone = no live process (a killed one not yet reaped, a zombie, has no command line: kill -0 would wait for
+  # its reaper) and its ports closed (a dying JVM's threads close its sockets last, after its command line).
+  while live_pid >/dev/null || port_open "$PORT" || port_open "$CONTROLLER_PORT"; do
+    (( $(date +%s) < deadline )) || die "broker process $pid or its ports still there ${STOP_TIMEOUT} s after SIGKILL"
+    sleep 0.1
+  done
+  rm -f "$PID_FILE"
+  say "killed (pid $pid) with SIGKILL; data kept in $DATA_DIR"
+}
+
 do_wipe() {
   do_down
   rm -rf "$DATA_DIR"
@@ -364,9 +386,10 @@ case "$cmd" in
   up)      with_lock do_up ;;
   down)    with_lock do_down ;;
   restart) with_lock do_restart ;;
+  kill)    with_lock do_kill ;;
   wipe)    with_lock do_wipe ;;
   status)  do_status || exit $? ;;
   lib)     lib_ready || do_fetch >&2; echo "$LIB" ;;
   tool)    shift; do_tool "$@" ;;
-  *)       echo "usage: $(basename "$0") fetch|up|down|restart|wipe|status|lib|tool NAME [ARGS...]" >&2; exit 2 ;;
+  *)       echo "usage: $(basename "$0") fetch|up|down|restart|kill|wipe|status|lib|tool NAME [ARGS...]" >&2; exit 2 ;;
 esac

@@ -24,3 +24,18 @@ CREATE TABLE IF NOT EXISTS sink_identity
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (warehouse_id);
+
+-- What each projection table holds: every event the sink inserted, by id, with a digest of its row. Topics are
+-- at-least-once (a worker killed after its outputs were acknowledged but before it recorded that writes them
+-- again on restart): an event whose identical copy a table already holds is not inserted again, so every
+-- table holds each event once, read with FINAL or without. A changed event under the same id (a comparison
+-- redone after a review) has another digest and replaces the row as before. The latest row per id wins.
+CREATE TABLE IF NOT EXISTS sink_events
+(
+    `projection` String,
+    `event_id` String,
+    `digest` String
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (projection, event_id)
+SETTINGS non_replicated_deduplication_window = 1000;

@@ -2,7 +2,9 @@
 
 Producers partition with `murmur2_random` (librdkafka's default is CRC32 `consistent_random`; Java,
 aiokafka and faust use murmur2), are idempotent and wait for all in-sync replicas. Consumers never
-auto-commit and read only committed transactions.
+auto-commit and read only committed transactions. Group members (these and the faust workers) have a
+session timeout of SESSION_TIMEOUT_S: a member killed without leaving holds its partitions that long, and a
+restarted one waits for it (librdkafka's default is 45 s, faust's 60 s).
 """
 
 from __future__ import annotations
@@ -16,6 +18,23 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from streams.kafka.naming import Naming
 
 ADMIN_TIMEOUT_S = 30.0
+SESSION_TIMEOUT_S = 10.0
+HEARTBEAT_INTERVAL_S = SESSION_TIMEOUT_S / 10
+# Group errors (commits, committed offsets) that mean "not now" rather than "not yours": the coordinator is
+# moving or loading, the cluster away (librdkafka does not flag them all retriable).
+NOT_NOW = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+    }
+)
+
 _ANY_MS = str(2**63 - 1)
 EVENT_TIME_CONFIG = {
     "message.timestamp.type": "CreateTime",
@@ -45,6 +64,8 @@ def consumer_config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
         "enable.partition.eof": False,
+        "session.timeout.ms": int(SESSION_TIMEOUT_S * 1000),
+        "heartbeat.interval.ms": int(HEARTBEAT_INTERVAL_S * 1000),
         "log_level": 3,
         **extra,
     }

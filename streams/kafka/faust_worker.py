@@ -25,7 +25,7 @@ from confluent_kafka import KafkaException
 
 from streams.embedded import DecodeError
 from streams.events import Event
-from streams.kafka.clients import ensure_changelog
+from streams.kafka.clients import HEARTBEAT_INTERVAL_S, SESSION_TIMEOUT_S, ensure_changelog
 from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.partition_stores import PartitionStores, read_changelog_partition
@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 
 COMMIT_INTERVAL_S = 0.5
 TICK_INTERVAL_S = 5.0
-SESSION_TIMEOUT_S = 10.0
 WATCH_INTERVAL_S = 5.0
 STALL_S = 12.0  # longer than the session timeout: a join that waits for a dead member is not a stall
 RESTART_TIMEOUT_S = 60.0
@@ -119,7 +118,7 @@ class FaustWorker:
             producer_acks=-1,
             # a killed worker's partitions move to a live one after this long (faust's default is 60 s)
             broker_session_timeout=SESSION_TIMEOUT_S,
-            broker_heartbeat_interval=SESSION_TIMEOUT_S / 10,
+            broker_heartbeat_interval=HEARTBEAT_INTERVAL_S,
         )
         source = app.topic(
             *(self._naming.topic(t) for t in processor.inputs),

@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from streams.embedded import DecodeError
 from streams.events import Event
-from streams.kafka.clients import consumer_config
+from streams.kafka.clients import NOT_NOW, consumer_config
 from streams.kafka.codec import KafkaCodec
 from streams.kafka.naming import Naming
 from streams.topics import TOPIC_BY_NAME
@@ -85,12 +85,30 @@ def partition_lags(
         consumer = Consumer(consumer_config(bootstrap, naming.group(group)))
         try:
             parts = [TopicPartition(naming.topic(t), p) for t in topics for p in range(TOPIC_BY_NAME[t].partitions)]
-            for tp in consumer.committed(parts, timeout=READ_TIMEOUT_S):
+            for tp in committed_positions(consumer, parts):
                 _low, high = consumer.get_watermark_offsets(tp, timeout=READ_TIMEOUT_S)
                 lags[(group, naming.logical(tp.topic), tp.partition)] = max(0, high - max(tp.offset, 0))
         finally:
             consumer.close()
     return lags
+
+
+def committed_positions(
+    consumer: Consumer, parts: Sequence[TopicPartition], *, timeout_s: float = READ_TIMEOUT_S
+) -> list[TopicPartition]:
+    """`consumer.committed(parts)`, asked again while the answer is "not now" (the group's coordinator moving or
+    still loading, as for a fresh cluster's first groups, or the cluster away) until `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.1
+    while True:
+        try:
+            return list(consumer.committed(list(parts), timeout=max(1.0, deadline - time.monotonic())))
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if not (err.retriable() or err.code() in NOT_NOW) or time.monotonic() + delay >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def group_lag(bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]]) -> dict[str, int]:

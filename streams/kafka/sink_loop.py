@@ -29,7 +29,7 @@ from consumers.embedded_sink import SINK_GROUP
 from consumers.sink import Delivered, MissingProjectionError, ensure_schema, sink_batch
 from streams.embedded import DecodeError
 from streams.events import DeadLettered
-from streams.kafka.clients import consumer_config, producer_config
+from streams.kafka.clients import NOT_NOW, consumer_config, producer_config
 from streams.kafka.codec import KafkaCodec, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.planner_loop import source_of
@@ -43,19 +43,6 @@ FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 5.0
 FLUSH_TIMEOUT_S = 60.0
 REDO_TIMEOUT_S = 60.0
-# Commit errors that mean "not now" rather than "not yours" (librdkafka does not flag them retriable).
-RETRY_COMMIT = frozenset(
-    {
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._WAIT_COORD,
-    }
-)
 
 
 class SinkStopped(Exception):
@@ -258,7 +245,7 @@ class SinkLoop(ThreadLoop):
                 return True
             except KafkaException as exc:
                 err: KafkaError = exc.args[0]
-                if not (err.retriable() or err.code() in RETRY_COMMIT) or self.stopping:
+                if not (err.retriable() or err.code() in NOT_NOW) or self.stopping:
                     log.warning("%s: offsets not committed (%s); the group's lag stays behind", self.name, err)
                     return False
                 log.warning("%s: commit failed (%s); retrying in %.1f s", self.name, err, delay)

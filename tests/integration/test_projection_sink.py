@@ -3,6 +3,7 @@ no duplicate rows (counted with and without FINAL), and no dependence on a sessi
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -15,11 +16,12 @@ import pytest
 from agenttwin.pipeline import evaluation_request, judge_refiner, processors
 from agenttwin.settings import Settings
 from consumers import sink_progress
-from consumers.clickhouse import ChdbWarehouse, QueryResult, Warehouse, qualified
+from consumers.clickhouse import ChdbWarehouse, QueryResult, Warehouse, qualified, sql_literal
 from consumers.embedded_sink import rebuild, sync
 from consumers.projections import TABLE_BY_EVENT, snapshot
 from consumers.sink import Delivered, MissingProjectionError, ensure_schema, write_batch
 from streams.embedded import EmbeddedRuntime
+from streams.events import ComparisonMade
 from streams.topics import ALL_TOPICS
 
 TABLES = sorted(TABLE_BY_EVENT.values())
@@ -96,18 +98,36 @@ def test_a_new_warehouse_is_backfilled_and_two_warehouses_each_hold_the_whole_hi
 
 
 def test_a_retried_batch_adds_no_rows(demo_log: Path, warehouse: ChdbWarehouse) -> None:
-    # Fails if the sink stops sending dedup tokens: an untokened insert is given a unique token, never dropped.
     stop_merges(warehouse)
     with EmbeddedRuntime(demo_log) as runtime:
         batch = [Delivered("twin-calls", 0, r.offset, runtime.decode(r)) for r in runtime.log.read("twin-calls")]
     assert len(batch) > 20
     assert write_batch(warehouse, batch) == len(batch)
-    write_batch(warehouse, batch)  # the same batch again: redelivery after a lost acknowledgement
-    write_batch(warehouse, batch[:10])  # a different range of the same events: its own token
+    assert write_batch(warehouse, batch) == 0  # the same batch again: redelivery after a lost acknowledgement
+    # the same events at other offsets (a worker wrote its outputs twice), and twice within one batch
+    copies = [Delivered(d.topic, d.partition, d.offset + 1000, d.event) for d in batch[:10]]
+    assert write_batch(warehouse, copies + copies) == 0
     stored = int(warehouse.query(f"SELECT count() FROM {qualified(warehouse, 'twin_calls')}").rows[0][0])
-    assert stored == len(batch) + 10
+    assert stored == len(batch)
     final = int(warehouse.query(f"SELECT count() FROM {qualified(warehouse, 'twin_calls')} FINAL").rows[0][0])
     assert final == len(batch)
+
+
+def test_a_changed_event_under_the_same_id_replaces_its_row(demo_log: Path, warehouse: ChdbWarehouse) -> None:
+    # a comparison redone after a review keeps its event id: it must land, and FINAL show the new one
+    ensure_schema(warehouse)
+    with EmbeddedRuntime(demo_log) as runtime:
+        first = next(r for r in runtime.log.read("comparisons"))
+        event = runtime.decode(first)
+    assert isinstance(event, ComparisonMade)
+    changed = dataclasses.replace(event, reason=event.reason + " (after a review)")
+    assert write_batch(warehouse, [Delivered("comparisons", 0, 0, event)]) == 1
+    assert write_batch(warehouse, [Delivered("comparisons", 0, 1, changed)]) == 1
+    assert write_batch(warehouse, [Delivered("comparisons", 0, 2, changed)]) == 0  # its copy: nothing new
+    rows = warehouse.query(
+        f"SELECT reason FROM {qualified(warehouse, 'comparisons')} FINAL WHERE event_id = {sql_literal(event.event_id)}"
+    ).rows
+    assert [tuple(r) for r in rows] == [(changed.reason,)]
 
 
 class Crash(BaseException):
@@ -266,13 +286,16 @@ def test_the_sink_never_sends_an_untokened_batch(demo_log: Path) -> None:
         ) -> None:
             sent.append(dedup_token)
 
+        def query(self, sql: str) -> QueryResult:
+            return QueryResult(("event_id", "digest"), ())  # a new warehouse: it holds no event yet
+
     with EmbeddedRuntime(demo_log) as runtime:
         batch: list[Delivered] = []
         for topic in ("cases", "twin-calls", "spans"):
             batch += [Delivered(topic, 0, r.offset, runtime.decode(r)) for r in runtime.log.read(topic)]
     write_batch(Recorder(), batch)  # type: ignore[arg-type]
     assert sent and all(isinstance(token, str) and token for token in sent)
-    assert len(set(sent)) == len(sent) == 3
+    assert len(set(sent)) == len(sent) == 4  # a group per topic, then the events they hold (sink_events)
 
 
 def test_the_ddl_names_the_database_of_every_table_and_view_it_creates_alters_or_reads() -> None:

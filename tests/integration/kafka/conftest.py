@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafka_pipeline_support import Reference, embedded_reference
+from tests.integration.kafka.kafka_pipeline_support import Reference, embedded_reference, subjects_reference
 from tests.integration.kafka_broker import broker_bootstrap, release_broker
 from tests.integration.schema_registry import registry_url, release_registry
 
@@ -36,6 +36,12 @@ def chdb_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reference(chdb_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Reference:
     """The demo (1.3.0 vs 1.2.4, 1.3.1 vs 1.3.0, seed 42) through the embedded runtime, evaluator 1.1.0."""
     return embedded_reference(chdb_root, tmp_path_factory.mktemp("embedded"), ("1.1.0",), "ref_1_1_0")
+
+
+@pytest.fixture(scope="session")
+def subjects(chdb_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    """Twelve traces linked to orders, then verified by order, through the embedded subject join."""
+    return subjects_reference(chdb_root, tmp_path_factory.mktemp("embedded-subjects"), "ref_subjects")
 
 
 @pytest.fixture(scope="session")

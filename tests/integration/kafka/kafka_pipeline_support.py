@@ -6,31 +6,36 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from agenttwin.kafka_cli import build_workers
 from agenttwin.pipeline import evaluation_request, judge_refiner, processors
 from agenttwin.settings import Settings
-from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError, qualified
+from consumers.clickhouse import ChdbWarehouse, Warehouse, WarehouseError, qualified, sql_literal
 from consumers.embedded_sink import sync
 from consumers.projections import TABLE_BY_EVENT
 from consumers.sink import ensure_schema
+from producers.sdk.outcome import subject_outcome_event
 from streams.embedded import EmbeddedRuntime
-from streams.events import EvaluationRequested
+from streams.events import EvaluationRequested, Event, SubjectLinked
 from streams.kafka.clients import ensure_topics
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
-from streams.kafka.reading import read_all
+from streams.kafka.reading import group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
+from streams.processors.base import Processor
+from streams.processors.subject_join import SubjectJoin
 from streams.topics import ALL_TOPICS
 from tests.integration.kafka_broker import unique_name
 
 TABLES = sorted(TABLE_BY_EVENT.values())
+ALL_TOPIC_NAMES = tuple(t.name for t in ALL_TOPICS)
 COMPARED = [t for t in TABLES if t != "dead_letters"]
 # tables only production traffic fills (a simulation has none): subject links and verifications, claims read
 PRODUCTION_ONLY = ("subject_links", "subject_verifications", "claims")
@@ -82,6 +87,7 @@ class Reference:
     versions: tuple[str, ...]
     requests: list[EvaluationRequested]
     rows: dict[str, list[tuple[Any, ...]]]
+    events: dict[str, list[Event]] = field(default_factory=dict)  # every topic's events, in log order
 
     @property
     def counts(self) -> dict[str, int]:
@@ -92,35 +98,119 @@ def embedded_reference(
     chdb_root: Path, data_dir: Path, versions: tuple[str, ...], database: str, request_version: str = "1.1.0"
 ) -> Reference:
     requests = demo_requests(request_version)
+    return _embedded_run(chdb_root, data_dir, database, requests, processors(versions, judge_refiner(Settings())))
+
+
+# Links of twelve traces to twelve orders (a refund each), then a verification by order of each (failed): the
+# subject join's input, as `agenttwin ingest` would write it.
+SUBJECTS_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def subject_events(n: int = 12) -> list[Event]:
+    links: list[Event] = []
+    for i in range(n):
+        trace = f"{i + 1:032x}"
+        links.append(
+            SubjectLinked(
+                event_id=f"link-{i}", occurred_at=SUBJECTS_AT, received_at=SUBJECTS_AT, correlation_id=trace,
+                tenant="acme", subject=f"order:ORD-{i}", trace_id=trace, tool="refund_payment",
+            )
+        )  # fmt: skip
+    later = SUBJECTS_AT + timedelta(minutes=1)
+    verifications = [
+        subject_outcome_event(
+            f"order:ORD-{i}", "FAILURE", True, "external_callback", "refund_count: 2", tenant="acme", at=later
+        )
+        for i in range(n)
+    ]
+    return links + verifications
+
+
+def subjects_reference(chdb_root: Path, data_dir: Path, database: str) -> Reference:
+    """subject_events() through the embedded subject join."""
+    return _embedded_run(chdb_root, data_dir, database, subject_events(), [SubjectJoin()])
+
+
+def _embedded_run(
+    chdb_root: Path, data_dir: Path, database: str, inputs: Sequence[Event], run: Sequence[Processor]
+) -> Reference:
     with EmbeddedRuntime(data_dir) as runtime, ChdbWarehouse(chdb_root, database) as warehouse:
-        runtime.publish(requests)
-        runtime.run(processors(versions, judge_refiner(Settings())))
+        runtime.publish(inputs)
+        runtime.run(run)
         sync(runtime, warehouse)
         rows = {t: table_rows(warehouse, t) for t in TABLES}
         assert rows == {t: table_rows(warehouse, t, final=False) for t in TABLES}, "duplicates in the reference"
-        return Reference(versions, requests, rows)
+        events = {t.name: runtime.read_events(t.name) for t in ALL_TOPICS}
+        versions = tuple(sorted({v for p in run if (v := getattr(p, "evaluator_version", None))})) or ("1.1.0",)
+        requests = [e for e in inputs if isinstance(e, EvaluationRequested)]
+        return Reference(versions, requests, rows, events)
 
 
-def differences(expected: Reference, warehouse: Warehouse, tables: Sequence[str] = COMPARED) -> list[str]:
-    """Human-readable differences between the reference tables and the warehouse's (empty = identical)."""
+@dataclass(frozen=True)
+class TableDump:
+    """One table as the comparisons see it: its columns, its rows under FINAL and its rows as stored."""
+
+    columns: list[str]
+    final: list[tuple[Any, ...]]
+    stored: list[tuple[Any, ...]]  # without FINAL: a row inserted twice is here twice, until a merge
+    merged_parts: int  # active parts that merged several inserts (a merge collapses duplicates)
+
+
+def dump_tables(warehouse: Warehouse, tables: Sequence[str] = TABLES) -> dict[str, TableDump]:
+    return {
+        t: TableDump(
+            warehouse.query(f"SELECT * FROM {qualified(warehouse, t)} LIMIT 0").columns,
+            table_rows(warehouse, t),
+            table_rows(warehouse, t, final=False),
+            int(
+                warehouse.query(
+                    "SELECT count() FROM system.parts WHERE active AND min_block_number != max_block_number "
+                    f"AND database = {sql_literal(warehouse.database)} AND table = {sql_literal(t)}"
+                ).rows[0][0]
+            ),
+        )
+        for t in tables
+    }
+
+
+def merges_off(warehouse: Warehouse) -> None:
+    """Create the projection tables and keep ClickHouse from merging their parts (a table setting, so it holds
+    in every process that opens the warehouse): a row inserted twice stays two rows, so counting without
+    FINAL sees it. A ReplacingMergeTree merge would collapse it in the background, at a time of its own."""
+    ensure_schema(warehouse)
+    for table in TABLES:
+        warehouse.execute(
+            f"ALTER TABLE {qualified(warehouse, table)} MODIFY SETTING max_bytes_to_merge_at_max_space_in_pool = 1"
+        )
+
+
+def as_inserted_differences(expected: Reference, tables: Mapping[str, TableDump]) -> list[str]:
+    """differences(), from a warehouse under merges_off(): its rows without FINAL are every row ever inserted."""
+    merged = [f"{t}: {d.merged_parts} merged part(s), duplicates hidden" for t, d in tables.items() if d.merged_parts]
+    return merged + differences(expected, tables)
+
+
+def differences(
+    expected: Reference, tables: Warehouse | Mapping[str, TableDump], names: Sequence[str] = COMPARED
+) -> list[str]:
+    """Human-readable differences between the reference tables and a warehouse's, or a dump of one taken
+    by another process (empty = identical, with FINAL and without)."""
+    dump = tables if isinstance(tables, Mapping) else dump_tables(tables, names)
     problems: list[str] = []
-    for table in tables:
-        got = table_rows(warehouse, table)
-        want = expected.rows[table]
-        stored = table_rows(warehouse, table, final=False)
+    for table in names:
+        got, stored, want = dump[table].final, dump[table].stored, expected.rows[table]
         if stored != got:  # a row inserted twice: FINAL hides it, a count without FINAL would not
             problems.append(f"{table}: {len(stored)} rows stored, {len(got)} after FINAL (duplicates)")
         if got == want:
             continue
         problems.append(f"{table}: {len(got)} rows, reference {len(want)}")
-        columns = warehouse.query(f"SELECT * FROM {qualified(warehouse, table)} LIMIT 0").columns
         by_id = {r[0]: r for r in want}
         for row in [r for r in got if r not in want][:3]:
             ref = by_id.get(row[0])
             if ref is None:
                 problems.append(f"  extra row {row!r:.300}")
                 continue
-            for name, a, b in zip(columns, row, ref, strict=True):
+            for name, a, b in zip(dump[table].columns, row, ref, strict=True):
                 if a != b:
                     problems.append(f"  {row[0]} {name}: {a!r:.400} != reference {b!r:.400}")
     return problems
@@ -153,9 +243,14 @@ def run_on_kafka(
     extra_workers: Sequence[Worker] = (),
     expected_dead_letters: int = 0,
     timeout_s: float = PIPELINE_TIMEOUT_S,
+    drained: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Run workers of `kinds` (+ extra) in this process, play the scenario (default: publish the reference's
-    requests), then wait until the warehouse has the reference's row counts and every worker is idle."""
+    requests), then wait until the warehouse has the reference's row counts and every worker is idle.
+
+    `drained` (consumer group -> its input topics, logical names), for workers in other processes: wait also
+    until those groups and the sinks' have lag 0, i.e. until everything they wrote is in the warehouse too
+    (the counts alone may be reached before a restarted worker has written its last, maybe duplicate, event)."""
     ensure_topics(bootstrap, naming)
     # the tables exist before anything polls them (the sink thread would create them, maybe too late:
     # `complete()` once met a half-created schema on a loaded machine and failed with "Unknown table")
@@ -177,7 +272,11 @@ def run_on_kafka(
             counts = table_counts(warehouse)
         except WarehouseError:  # the sink has not created the tables yet
             return False
-        return counts == want and all(s.caught_up for s in sinks)
+        if counts != want or not all(s.caught_up for s in sinks):
+            return False
+        if drained is None:
+            return True
+        return at_lag_0(bootstrap, naming, {**drained, **{s.group_name: ALL_TOPIC_NAMES for s in sinks}})
 
     async def main() -> None:
         async with WorkerGroup([*workers, *extra_workers]) as group:
@@ -198,6 +297,11 @@ def run_on_kafka(
     started = time.monotonic()
     asyncio.run(main())
     print(f"pipeline on Kafka ({naming.prefix}) took {time.monotonic() - started:.1f} s")
+
+
+def at_lag_0(bootstrap: str, naming: Naming, groups: Mapping[str, Sequence[str]]) -> bool:
+    """Whether every group (logical name -> its logical input topics) has committed every message."""
+    return not any(group_lag(bootstrap, naming, groups).values())
 
 
 def grader_diagnosis(bootstrap: str, naming: Naming, version: str = "1.1.0") -> str:
