@@ -19,6 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
+import _results
 from confluent_kafka import Consumer
 
 from agenttwin.kafka_cli import build_workers
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evaluations", type=int, default=10, help="demo evaluation requests (about 288 events each)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
+    load_start = _results.loadavg()
     run = uuid.uuid4().hex[:8]
     naming = Naming(f"bench-{run}.")
     ensure_topics(args.kafka, naming)
@@ -133,6 +135,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end (produce -> processors -> ClickHouse): {e2e_rate:,.0f} events/s ({e2e_s:.2f} s)")
     print(f"raw ceiling (consume + decode + bulk insert):     {raw_rate:,.0f} events/s ({raw_s:.2f} s)")
     print(f"ratio end to end / raw: {e2e_rate / raw_rate:.3f}")
+    print(f"load average: {load_start} at start, {_results.loadavg()} at end")
+    figures = {
+        "evaluations": args.evaluations,
+        "events": events,
+        "end_to_end_s": round(e2e_s, 3),
+        "end_to_end_events_per_s": round(e2e_rate, 1),
+        "raw_events": raw_events,
+        "raw_s": round(raw_s, 3),
+        "raw_events_per_s": round(raw_rate, 1),
+        "ratio": round(e2e_rate / raw_rate, 3),
+    }
+    print(f"written: {_results.write('bench_kafka', figures, load_at_start=load_start)}")
     return 0
 
 
