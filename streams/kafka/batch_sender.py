@@ -82,16 +82,17 @@ class BatchSender:
                 delay = min(delay * 2, RETRY_MAX_S)
 
     def _produce(self, m: Outgoing, on_delivery: Any) -> None:
-        kwargs: dict[str, Any] = {"key": m.key, "value": m.value, "on_delivery": on_delivery}
-        if m.headers:
-            kwargs["headers"] = m.headers
-        if m.partition is not None:
-            kwargs["partition"] = m.partition
-        if m.timestamp_ms:
-            kwargs["timestamp"] = m.timestamp_ms
         while True:
             try:
-                self._producer.produce(m.topic, **kwargs)
+                self._producer.produce(
+                    m.topic,
+                    m.value,
+                    m.key,
+                    partition=-1 if m.partition is None else m.partition,  # -1: the partitioner's (the key's)
+                    on_delivery=on_delivery,
+                    timestamp=m.timestamp_ms or 0,  # 0: now
+                    headers=m.headers or None,
+                )
                 return
             except BufferError:  # the local queue is full: let deliveries drain, then go on
                 self._producer.poll(0.1)
