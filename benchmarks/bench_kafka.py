@@ -83,6 +83,8 @@ def end_to_end(
     async def run() -> float:
         async with WorkerGroup(workers) as group:
             await group.wait_idle(idle_s=3.0, timeout_s=TIMEOUT_S)  # joined, recovered, nothing to do
+            # the sink's tables exist and it reads every partition (a loaded machine can take longer than 3 s)
+            await group.wait_for(lambda: sink.caught_up, timeout_s=TIMEOUT_S, poll_s=0.1, what="sink ready")
             started, cpu_started = time.perf_counter(), time.process_time()
             with KafkaPublisher(bootstrap, naming) as publisher:
                 await asyncio.to_thread(publisher.publish, reqs)
