@@ -21,7 +21,16 @@ from typing import Any
 
 from consumers import sink_progress
 from consumers.clickhouse import Warehouse, WarehouseError, qualified, sql_literal
-from consumers.projections import SINK_TABLES, TABLE_BY_EVENT, columns_of, ddl, row_of, view_names
+from consumers.projections import (
+    SINK_TABLES,
+    TABLE_BY_EVENT,
+    columns_of,
+    created_names,
+    ddl,
+    ddl_digest,
+    row_of,
+    view_names,
+)
 from streams.events import Event
 
 EVENTS_COLUMNS = ["projection", "event_id", "digest"]
@@ -44,8 +53,14 @@ class MissingProjectionError(WarehouseError):
 
 def ensure_schema(warehouse: Warehouse) -> None:
     """Create whatever is missing. A projection table missing from a warehouse whose sink has progress
-    would stay empty for good (its events count as written): that is refused, `agenttwin rebuild` fixes it."""
+    would stay empty for good (its events count as written): that is refused, `agenttwin rebuild` fixes it.
+
+    The DDL runs only when this warehouse lacks a table or view it creates, or the digest of the DDL applied
+    last (`sink_schema`) is not this DDL's: an upgraded DDL (new columns, replaced views) is still applied."""
     present = _existing(warehouse)
+    digest = ddl_digest()
+    if created_names() <= present and _applied(warehouse, digest):
+        return
     missing = sorted(set(TABLE_BY_EVENT.values()) - present)
     if missing and "sink_offsets" in present:
         written = warehouse.query(f"SELECT count() FROM {qualified(warehouse, 'sink_offsets')}").rows[0][0]
@@ -55,6 +70,14 @@ def ensure_schema(warehouse: Warehouse) -> None:
                 "its sink has written their events: run `agenttwin rebuild` to re-project them from the topics"
             )
     warehouse.execute(ddl(warehouse.database))
+    # recorded after the DDL ran: one cut short is run again on the next pass
+    warehouse.insert(sink_progress.qualified_name(warehouse, "sink_schema"), ["ddl_sha256"], [[digest]], None)
+
+
+def _applied(warehouse: Warehouse, digest: str) -> bool:
+    table = qualified(warehouse, "sink_schema")
+    rows = warehouse.query(f"SELECT count() FROM {table} WHERE ddl_sha256 = {sql_literal(digest)}").rows
+    return bool(int(rows[0][0]))
 
 
 def drop_projections(warehouse: Warehouse) -> None:
