@@ -136,19 +136,19 @@ def row_digest(row: Sequence[Any]) -> str:
 
 
 def _held(warehouse: Warehouse, keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """(table, event id) -> the digest of the row the table holds for it, for those of `keys` it holds."""
+    """(table, event id) -> the digest of the row the table holds for it, for those of `keys` it holds.
+
+    One lookup for every table of the batch (per LOOKUP_CHUNK keys): a query costs chDB milliseconds."""
     held: dict[tuple[str, str], str] = {}
-    by_table: dict[str, list[str]] = defaultdict(list)
-    for table, event_id in sorted(keys):
-        by_table[table].append(event_id)
-    for table, event_ids in by_table.items():
-        for start in range(0, len(event_ids), LOOKUP_CHUNK):  # a query stays far below max_query_size
-            chunk = ", ".join(sql_literal(e) for e in event_ids[start : start + LOOKUP_CHUNK])
-            rows = warehouse.query(
-                f"SELECT event_id, digest FROM {qualified(warehouse, 'sink_events')} FINAL "
-                f"WHERE projection = {sql_literal(table)} AND event_id IN ({chunk})"
-            ).rows
-            held.update({(table, str(event_id)): str(digest) for event_id, digest in rows})
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), LOOKUP_CHUNK):  # a query stays far below max_query_size
+        pairs = [f"({sql_literal(t)}, {sql_literal(e)})" for t, e in ordered[start : start + LOOKUP_CHUNK]]
+        chunk = ", ".join(pairs * 2 if len(pairs) == 1 else pairs)  # `IN ((a, b))` would read as `IN (a, b)`
+        rows = warehouse.query(
+            f"SELECT projection, event_id, digest FROM {qualified(warehouse, 'sink_events')} FINAL "
+            f"WHERE (projection, event_id) IN ({chunk})"
+        ).rows
+        held.update({(str(table), str(event_id)): str(digest) for table, event_id, digest in rows})
     return held
 
 
