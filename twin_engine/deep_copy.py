@@ -21,7 +21,7 @@ def deep_copy(value: T) -> T:
     if type(value) in _IMMUTABLE:
         return value
     try:
-        copied: T = marshal.loads(marshal.dumps(value))  # noqa: S302 (bytes this line just wrote)
+        copied: T = marshal.loads(marshal.dumps(value))  # type: ignore[arg-type]  # noqa: S302 (bytes just written)
     except ValueError:  # a type marshal does not write exactly: the general copy
         return copy.deepcopy(value)
     return copied
