@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from consumers import sink_progress
-from consumers.clickhouse import Warehouse, WarehouseError, qualified, sql_literal
+from consumers.clickhouse import Warehouse, WarehouseError, qualified, split_sql_statements, sql_literal
 from consumers.projections import (
     SINK_TABLES,
     TABLE_BY_EVENT,
@@ -69,9 +70,18 @@ def ensure_schema(warehouse: Warehouse) -> None:
                 f"the warehouse {warehouse.database} lacks projection table(s) {', '.join(missing)} although "
                 "its sink has written their events: run `agenttwin rebuild` to re-project them from the topics"
             )
-    warehouse.execute(ddl(warehouse.database))
+    warehouse.execute(";\n".join(s for s in split_sql_statements(ddl(warehouse.database)) if _needed(s, present)))
     # recorded after the DDL ran: one cut short is run again on the next pass
     warehouse.insert(sink_progress.qualified_name(warehouse, "sink_schema"), ["ddl_sha256"], [[digest]], None)
+
+
+_ADD_COLUMN = re.compile(r"^\s*ALTER TABLE `[^`]+`\.`(\w+)` ADD COLUMN IF NOT EXISTS ", re.MULTILINE)
+
+
+def _needed(statement: str, present: set[str]) -> bool:
+    """False for an upgrade that adds a column to a table this same DDL is about to create (with it)."""
+    match = _ADD_COLUMN.search(re.sub(r"--[^\n]*", "", statement))
+    return match is None or match.group(1) in present
 
 
 def _applied(warehouse: Warehouse, digest: str) -> bool:

@@ -397,3 +397,12 @@ def test_rebuild_recreates_the_schema_and_its_digest(demo_log: Path, warehouse: 
         assert rebuild(runtime, warehouse).rows == _events(runtime)
         assert _both(warehouse) == before
         assert len(_digests(warehouse)) == 1
+
+
+def test_a_new_warehouse_has_every_column_without_running_the_upgrades(warehouse: ChdbWarehouse) -> None:
+    from consumers.projections import columns_of
+
+    ensure_schema(warehouse)  # its tables are new: the ALTER ... ADD COLUMN upgrades are left out
+    for event_type, table in TABLE_BY_EVENT.items():
+        columns = [c for c, *_ in warehouse.query(f"DESCRIBE TABLE {qualified(warehouse, table)}").rows]
+        assert columns == columns_of(event_type), table
