@@ -3,7 +3,8 @@
 Pure: spans and a verified outcome in, YAML text out (the CLI reads them from the log: agenttwin/mine_cli.py).
 What it takes and what it guesses:
 
-- the input message: the root span's `gen_ai.input.messages` (or `input.value`) when content was captured,
+- the input message: the first user message of the root span's `gen_ai.input.messages` (or `input.value`, as
+  OpenInference records a LangGraph or LangChain input) when content was captured,
   else a placeholder to fill in (commented);
 - the tool sequence (tool spans in start order, read as ingest reads them: streams/span_reading.py):
   `metadata.generated.evidence` lines, one per call with its recorded status (`agenttwin.tool.result_status`,
@@ -132,17 +133,46 @@ def input_message(root: SpanRecorded | None) -> str | None:
     return _first_user_text(value)
 
 
+# What the instrumentations record a message as: {"role": "user", "content"}, LangChain's serialized
+# {"type": "human", "data": {"content"}}, LangGraph's ("user", text) pairs, all under "messages" or not.
+USER_ROLES = frozenset({"user", "human"})
+_ROLES = USER_ROLES | {"system", "developer", "assistant", "ai", "tool", "function"}
+_TEXT_KEYS = ("content", "text", "input", "message", "messages", "data")
+
+
+def _role(message: JSON) -> str | None:
+    if isinstance(message, dict):
+        role = message.get("role", message.get("type"))
+        return role if isinstance(role, str) else None
+    if _is_pair(message):
+        return str(message[0])
+    return None
+
+
+def _is_pair(value: JSON) -> bool:
+    """LangGraph's shorthand message: [role, text] (two plain strings of a list are two messages)."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and value[0] in _ROLES
+        and isinstance(value[1], str)
+    )
+
+
 def _first_user_text(value: JSON) -> str | None:
     if isinstance(value, str):
         return value.strip() or None
     if isinstance(value, dict):
-        for key in ("content", "text", "input", "message"):
+        for key in _TEXT_KEYS:
             if key in value:
                 return _first_user_text(value[key])
         parts = value.get("parts")
         return _first_user_text(parts) if parts is not None else None
+    if _is_pair(value):
+        return _first_user_text(value[1])
     if isinstance(value, list):
-        users = [m for m in value if isinstance(m, dict) and m.get("role") == "user"]
+        users = [m for m in value if _role(m) in USER_ROLES]
         for item in users or value:
             text = _first_user_text(item)
             if text:

@@ -56,9 +56,11 @@ from streams.embedded import EmbeddedRuntime
 from streams.embedded_log import EmbeddedLog, NewRecord
 from streams.events import Event
 from streams.processors.outcome_join import OutcomeJoin
+from streams.publisher import Publisher
 
 API_KEY = "bench-key"
 TENANT = "bench"
+HEADERS = {"Content-Type": "application/x-protobuf", "x-agenttwin-api-key": API_KEY}
 SPANS_PER_RUN = 3
 
 
@@ -127,6 +129,22 @@ class Shared:
     errors: list[str] = field(default_factory=list)
 
 
+def send_round(conn: http.client.HTTPConnection, publisher: Publisher, tag: str, start: int, traces: int) -> list[str]:
+    """POST one request of `traces` runs, then publish each run's FAILURE outcome (a contradiction each);
+    returns the runs' trace ids, or raises RuntimeError on a status other than 200."""
+    body, ids = build_request(tag, start, traces)
+    conn.request("POST", "/v1/traces", body=body, headers=HEADERS)
+    resp = conn.getresponse()
+    resp.read()
+    if resp.status != 200:
+        raise RuntimeError(f"HTTP {resp.status}")
+    at = datetime.now(UTC)
+    publisher.publish(
+        [outcome_event(t, "FAILURE", True, "external_callback", "bench", tenant=TENANT, at=at) for t in ids]
+    )
+    return ids
+
+
 def client(
     port: int,
     publisher: GroupCommitPublisher | SerializedPublisher,
@@ -138,21 +156,16 @@ def client(
     stride: int,
 ) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Content-Type": "application/x-protobuf", "x-agenttwin-api-key": API_KEY}
     n = first
     while time.monotonic() < until:
-        body, ids = build_request(tag, n * traces, traces)
-        n += stride
-        conn.request("POST", "/v1/traces", body=body, headers=headers)
-        resp = conn.getresponse()
-        resp.read()
-        if resp.status != 200:
+        try:
+            ids = send_round(conn, publisher, tag, n * traces, traces)
+        except RuntimeError as exc:
             with shared.lock:
-                shared.errors.append(f"HTTP {resp.status}")
+                shared.errors.append(str(exc))
             continue
-        at = datetime.now(UTC)
-        outcomes = [outcome_event(t, "FAILURE", True, "external_callback", "bench", tenant=TENANT, at=at) for t in ids]
-        publisher.publish(outcomes)
+        finally:
+            n += stride
         done = time.monotonic()
         with shared.lock:
             shared.spans_acked += len(ids) * SPANS_PER_RUN

@@ -27,18 +27,16 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import _results
-from bench_ingest import API_KEY, SPANS_PER_RUN, TENANT, build_request, kafka_ceiling, percentile, raw_append_baseline
+from bench_ingest import API_KEY, SPANS_PER_RUN, TENANT, kafka_ceiling, percentile, raw_append_baseline, send_round
 
 from consumers.alerts import TOPIC, embedded_alerts
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.live import LiveProcessor
 from producers.otlp.publishing import ConcurrentPublisher, GroupCommitPublisher, SerializedPublisher
-from producers.sdk.outcome import outcome_event
 from streams.embedded import EmbeddedRuntime
 from streams.processors.outcome_join import OutcomeJoin
 from streams.publisher import Publisher
@@ -91,22 +89,16 @@ def client(
     port: int, publisher: Publisher, tag: str, traces: int, until: float, soak: Soak, first: int, stride: int
 ) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Content-Type": "application/x-protobuf", "x-agenttwin-api-key": API_KEY}
     n = first
     while time.monotonic() < until:
-        body, ids = build_request(tag, n * traces, traces)
-        n += stride
-        conn.request("POST", "/v1/traces", body=body, headers=headers)
-        resp = conn.getresponse()
-        resp.read()
-        if resp.status != 200:
+        try:
+            ids = send_round(conn, publisher, tag, n * traces, traces)
+        except RuntimeError as exc:
             with soak.lock:
-                soak.errors.append(f"HTTP {resp.status}")
+                soak.errors.append(str(exc))
             continue
-        at = datetime.now(UTC)
-        publisher.publish(
-            [outcome_event(t, "FAILURE", True, "external_callback", "bench", tenant=TENANT, at=at) for t in ids]
-        )
+        finally:
+            n += stride
         soak.published(ids, time.monotonic(), len(ids) * SPANS_PER_RUN)
     conn.close()
 

@@ -7,9 +7,10 @@ early (it timed out) is not an error of the server: writes to a closed socket ar
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler
-from typing import Any
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any, Self
 
 from twin_engine.canonical import canonical_bytes
 
@@ -40,6 +41,45 @@ def read_json_object(body: bytes) -> dict[str, JSON]:
     if not isinstance(value, dict):
         raise BodyError("The body must be a JSON object.")
     return value
+
+
+class BackgroundServer:
+    """A bound HTTP server served on a daemon thread: `start()`/`stop()` or a `with` block.
+
+    Subclasses bind `self._server` in their __init__ and may name the thread."""
+
+    _server: HTTPServer
+    _thread: threading.Thread | None = None
+    thread_name = "agenttwin-http"
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, args=(0.05,), name=self.thread_name, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class JsonHandler(BaseHTTPRequestHandler):

@@ -18,7 +18,7 @@ from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from producers.http_wire import BodyError, JsonHandler
+from producers.http_wire import BackgroundServer, BodyError, JsonHandler
 from twin_engine.canonical import canonical_bytes
 
 if TYPE_CHECKING:
@@ -91,8 +91,10 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-class TwinEndpoint:
+class TwinEndpoint(BackgroundServer):
     """Serves twin cases over HTTP on 127.0.0.1 (port 0 = any free port). Use as a context manager."""
+
+    thread_name = "twin-endpoint"
 
     def __init__(
         self,
@@ -107,40 +109,18 @@ class TwinEndpoint:
         self._cases: dict[str, _OpenCase] = {}  # token SHA-256 -> case
         self._cases_lock = threading.Lock()
         self._server = _EndpointServer((host, port), self)
-        self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ lifecycle
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{PREFIX}"
-
-    def start(self) -> TwinEndpoint:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, args=(0.05,), name="twin-endpoint", daemon=True
-            )
-            self._thread.start()
-        return self
+        return f"{self.address}{PREFIX}"
 
     def stop(self) -> None:
         with self._cases_lock:
             for case in self._cases.values():
                 case.twin_case = None
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> TwinEndpoint:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # ------------------------------------------------------------ cases
+        super().stop()
 
     def open_case(self, twin_case: TwinCase) -> CaseHandle:
         token = secrets.token_urlsafe(32)

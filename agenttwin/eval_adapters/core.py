@@ -9,7 +9,6 @@ reply's `tool_calls`; like every claim it is shown, never graded.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -29,7 +28,7 @@ from producers.agents.conversation import KB_SEARCH_TOOL, reply_status, retry_af
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
 from producers.agents.inferred_claim import CLAIM_INFERRED, infer_claim
 from producers.agents.llm_planner import KB_TOOL, render_reply
-from producers.http_wire import BodyError, JsonHandler, read_json_object
+from producers.http_wire import BackgroundServer, BodyError, JsonHandler, read_json_object
 
 JSON = Any
 CONTEXT_PREFIX = "Request context (set by the support platform): "
@@ -203,7 +202,7 @@ class EvaluatedAgent:
         )
 
 
-class AgentServer:
+class AgentServer(BackgroundServer):
     """`POST /run` by the agent contract on `host:port` (0 = any free port); `GET /healthz`.
 
     A request pinning another version than `version` is answered 404 UNKNOWN_VERSION; the preflight is
@@ -223,34 +222,10 @@ class AgentServer:
         self.runner, self.name, self.version = runner, name, version
         self.tool_timeout_s, self.model_kind = tool_timeout_s, model_kind
         self._server = _Server((host, port), self)
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> AgentServer:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-            self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        self._server.serve_forever()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> AgentServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self.address
 
     def answer(self, body: Mapping[str, JSON]) -> tuple[int, dict[str, JSON]]:
         pinned = body.get("agent_version")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import hmac
 import secrets
-import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from http.server import ThreadingHTTPServer
@@ -30,7 +29,7 @@ from producers.agents.contract import (
 )
 from producers.agents.demo_agent import DemoAgent, PlannerFactory
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
-from producers.http_wire import BodyError, JsonHandler, read_json_object
+from producers.http_wire import BackgroundServer, BodyError, JsonHandler, read_json_object
 from twin_engine.documents import AgentManifest, demo_manifest, demo_manifest_versions
 
 JSON = Any
@@ -195,8 +194,10 @@ def run_reply(result: AgentResult, version: str) -> dict[str, JSON]:
     }
 
 
-class DemoAgentServer:
+class DemoAgentServer(BackgroundServer):
     """The demo agent on 127.0.0.1 (port 0 = any free port); `start()` serves in a background thread."""
+
+    thread_name = "demo-agent"
 
     def __init__(
         self,
@@ -211,36 +212,10 @@ class DemoAgentServer:
         self.tool_timeout_s = tool_timeout_s
         self.planner = planner  # None: the scripted planner
         self._server = _DemoHttpServer((host, port), self)
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> DemoAgentServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, args=(0.05,), name="demo-agent", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        self._server.serve_forever()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> DemoAgentServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self.address
 
     def authorised(self, authorization: str | None) -> bool:
         if self.token is None:

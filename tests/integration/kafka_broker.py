@@ -28,6 +28,8 @@ LOCAL_UP_TIMEOUT_S = 300.0
 _counter = itertools.count(1)
 # Per-process tag: names stay unique across test runs against a broker that keeps its data.
 _RUN_TAG = uuid.uuid4().hex[:8]
+# What unique_name() leaves in a topic's (or its partition directory's) name: -<run tag>-<pid>-<n>.
+_TEST_NAME = re.compile(r"-[0-9a-f]{8}-[0-9]+-[0-9]+")
 
 
 @dataclass
@@ -176,8 +178,23 @@ def _start_container(attempts: list[str]) -> str | None:
     return str(container.get_bootstrap_server())
 
 
+def holds_only_earlier_test_runs(log_dirs: Path) -> bool:
+    """True when the broker's partitions are all earlier test runs' topics or Kafka's own (`__...`).
+
+    Every run leaves thousands of partitions behind, and a broker recovers every one of them at each start:
+    after a few runs its start (and the broker-restart tests') outlasts any timeout on a loaded machine."""
+    if not log_dirs.is_dir():
+        return False
+    names = [p.name for p in log_dirs.iterdir() if p.is_dir()]
+    tests = [n for n in names if _TEST_NAME.search(n)]
+    return bool(tests) and all(n.startswith("__") or _TEST_NAME.search(n) for n in names)
+
+
 def _start_local_broker(attempts: list[str]) -> str | None:
     was_up = subprocess.run(["bash", str(KAFKA_SH), "status"], capture_output=True, text=True, timeout=60)
+    state_root = Path(os.environ.get("AGENTTWIN_KAFKA_DIR") or KAFKA_SH.parent)
+    if was_up.returncode != 0 and holds_only_earlier_test_runs(state_root / "data" / "logs"):
+        subprocess.run(["bash", str(KAFKA_SH), "wipe"], check=True, capture_output=True, timeout=120)
     try:
         result = subprocess.run(
             ["bash", str(KAFKA_SH), "up"], capture_output=True, text=True, timeout=LOCAL_UP_TIMEOUT_S

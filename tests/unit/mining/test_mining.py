@@ -119,6 +119,38 @@ def test_openinference_tool_spans_and_input_are_read() -> None:
     assert '"order_id\\": \\"ORD-1001\\"' in text or '{\\"order_id\\": \\"ORD-1001\\"}' in text
 
 
+# The root span's input.value as openinference-instrumentation-langchain 0.1.80 recorded it for a LangGraph
+# `graph.invoke(...)` (captured from the real instrumentation): tuples, serialized messages, dicts, a string.
+LANGGRAPH_INPUTS = [
+    ('{"messages": [["user", "Please refund order ORD-1"]]}', "Please refund order ORD-1"),
+    (
+        '{"messages": [{"type": "human", "data": {"content": "Please refund order ORD-2", "additional_kwargs": {}, '
+        '"response_metadata": {}, "type": "human", "name": null, "id": "8957e1cb"}}]}',
+        "Please refund order ORD-2",
+    ),
+    ('{"messages": [{"role": "user", "content": "Please refund order ORD-3"}]}', "Please refund order ORD-3"),
+    ("Please refund ORD-4", "Please refund ORD-4"),
+    # a system prompt first: the user's message is still the one taken
+    (
+        '{"messages": [["system", "You are a refund agent."], ["human", "Refund ORD-5"]]}',
+        "Refund ORD-5",
+    ),
+    (
+        '{"messages": [{"type": "system", "data": {"content": "Be brief."}}, '
+        '{"type": "human", "data": {"content": "Refund ORD-6"}}]}',
+        "Refund ORD-6",
+    ),
+    ('["Where is ORD-7?", "And refund it."]', "Where is ORD-7?"),  # two plain strings: not a [role, text] pair
+]
+
+
+@pytest.mark.parametrize(("recorded", "message"), LANGGRAPH_INPUTS)
+def test_the_user_message_is_read_from_a_langgraph_root_span(recorded: str, message: str) -> None:
+    spans = [root(**{"input.value": recorded}), tool(1, "lookup_order", "ok")]
+    _, doc = mined(spans, verified(evidence=EXPECTED))
+    assert doc["spec"]["input"]["message"] == message
+
+
 def test_no_captured_input_is_a_placeholder_with_its_guess() -> None:
     text, doc = mined([root(), tool(1, "lookup_order", "ok")], verified(evidence=EXPECTED))
     assert doc["spec"]["input"]["message"] == PLACEHOLDER_MESSAGE
