@@ -129,7 +129,12 @@ def load_document_text(text: str, source_name: str, *, max_bytes: int, require_m
     if one_line is not None:  # what the YAML walk below would find, without composing every node in Python
         return _checked_root(LoadedDocument(data=json_data, source_name=source_name, lines=one_line), require_mapping)
     # Valid JSON has no literal tabs inside strings, so tabs are whitespace and can be replaced for YAML.
-    loader = _StrictLoader(text.replace("\t", " ") if is_json else text)
+    try:  # the reader refuses some characters (DEL, C1 controls, U+FFFE) as soon as it is made
+        loader = _StrictLoader(text.replace("\t", " ") if is_json else text)
+    except yaml.reader.ReaderError as exc:
+        if not is_json:
+            raise _refused_character(exc, source_name, text) from None
+        return _checked_root(LoadedDocument(data=json_data, source_name=source_name, lines={}), require_mapping)
     try:
         root = loader.get_single_node()
         data: Any = None
@@ -294,6 +299,13 @@ class _Walker:
                 raise self.fail(f"'{node.value}' is not a finite number (JSON has no NaN or infinity)", node, path)
             return value
         raise self.fail(f"YAML tags are not allowed (found {_shown_tag(tag)})", node, path)
+
+
+def _refused_character(exc: yaml.reader.ReaderError, source_name: str, text: str) -> DefinitionError:
+    line = text[: max(0, exc.position)].count("\n") + 1
+    return DefinitionError(
+        f"the document holds a character YAML does not allow (U+{exc.character:04X})", file=source_name, line=line
+    )
 
 
 def _syntax_error(exc: yaml.YAMLError, source_name: str, text: str) -> DefinitionError:

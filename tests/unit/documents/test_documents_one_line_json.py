@@ -83,3 +83,15 @@ def test_a_scenario_carried_in_an_event_is_the_same_either_way(monkeypatch: pyte
     parsed.clear()
     monkeypatch.setattr(yaml_loader, "_one_line_json_lines", lambda text, data: None)
     assert [scenario_from_text(text, f"ev/scenarios[{n}]") for n, text in enumerate(texts)] == fast
+
+
+@pytest.mark.parametrize("char", ["\u007f", "\u0090", "\ufffe"])
+def test_a_character_yaml_refuses_is_a_one_line_error_with_its_line_not_a_crash(char: str) -> None:
+    with pytest.raises(DefinitionError) as caught:
+        load_document_text(f"a: 1\nb: x{char}y\n", "twin.yaml", max_bytes=1 << 20)
+    assert caught.value.line == 2 and f"U+{ord(char):04X}" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_valid_json_holding_such_a_character_is_read_without_lines_as_other_json_yaml_cannot_read() -> None:
+    doc = load_document_text('{\n"a": "x\u007fy"\n}', "twin.json", max_bytes=1 << 20)
+    assert doc.data == {"a": "x\u007fy"} and doc.lines == {}
