@@ -8,7 +8,8 @@
 - sink: rows per second the ClickHouse sink projects (decode + batching + dedup tokens + chDB insert),
   beside one bulk chDB insert of the same rows per table (no decode, no tokens).
 
-Prints the load average beside the figures and writes them to benchmarks/results/ as JSON. The machines
+Prints the load average (and each stage's wall and CPU seconds: on a loaded machine wall time is mostly
+waiting for a core or the disk) beside the figures and writes them to benchmarks/results/ as JSON. The machines
 are shared and noisy: read the ratios, not the absolute numbers. Not a timed test.
 """
 
@@ -57,9 +58,9 @@ def main() -> None:
                 for n, (b, c) in ((n, PAIRS[n % len(PAIRS)]) for n in range(args.evaluations))
             ]
             emb.runtime.publish(requests)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             stats = emb.runtime.run(processors(["1.1.0"], judge_refiner(settings)))
-            pipeline_s = time.perf_counter() - started
+            pipeline_s, pipeline_cpu = time.perf_counter() - started, time.process_time() - cpu
             consumed = sum(stats.consumed.values())
 
             pipeline_load = _results.loadavg()
@@ -81,9 +82,9 @@ def main() -> None:
             decode_s = time.perf_counter() - started
 
             # The sink, from scratch, into chDB.
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             sink = sync(emb.runtime, emb.warehouse)
-            sink_s = time.perf_counter() - started
+            sink_s, sink_cpu = time.perf_counter() - started, time.process_time() - cpu
 
             # Baseline 2: the same rows, one bulk insert per table, into a second database.
             by_table: dict[str, list[list[Any]]] = defaultdict(list)
@@ -107,21 +108,33 @@ def main() -> None:
     print(f"workload: {args.evaluations} evaluations, {consumed} events consumed by processors, {sink.rows} rows")
     print(
         f"pipeline  {pipe_rate:12,.0f} events/s   fastavro C decode alone {decode_rate:12,.0f} events/s"
-        f"   ratio {pipe_rate / decode_rate:.3f}   (load {pipeline_load})"
+        f"   ratio {pipe_rate / decode_rate:.3f}   (load {pipeline_load}; "
+        f"{pipeline_s:.2f} s wall, {pipeline_cpu:.2f} s CPU)"
     )
     print(
         f"chDB sink {sink_rate:12,.0f} rows/s     bulk chDB insert        {bulk_rate:12,.0f} rows/s"
-        f"     ratio {sink_rate / bulk_rate:.3f}   (load {_results.loadavg()})"
+        f"     ratio {sink_rate / bulk_rate:.3f}   (load {_results.loadavg()}; "
+        f"{sink_s:.2f} s wall, {sink_cpu:.2f} s CPU)"
     )
     path = _results.write(
         "bench_pipeline",
         {
             "evaluations": args.evaluations,
             "events_consumed": consumed,
-            "pipeline": {"events_per_s": round(pipe_rate), "seconds": round(pipeline_s, 3), "loadavg": pipeline_load},
+            "pipeline": {
+                "events_per_s": round(pipe_rate),
+                "seconds": round(pipeline_s, 3),
+                "cpu_seconds": round(pipeline_cpu, 3),
+                "loadavg": pipeline_load,
+            },
             "baseline_fastavro_c_decode": {"events_per_s": round(decode_rate), "events": len(values)},
             "pipeline_ratio": round(pipe_rate / decode_rate, 4),
-            "sink": {"rows_per_s": round(sink_rate), "rows": sink.rows},
+            "sink": {
+                "rows_per_s": round(sink_rate),
+                "rows": sink.rows,
+                "seconds": round(sink_s, 3),
+                "cpu_seconds": round(sink_cpu, 3),
+            },
             "baseline_bulk_insert": {"rows_per_s": round(bulk_rate), "rows": rows},
             "sink_ratio": round(sink_rate / bulk_rate, 4),
             "target_pipeline_events_per_s": 2000,

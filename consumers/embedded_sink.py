@@ -61,25 +61,45 @@ def project_log(
                 "replaced): run `agenttwin rebuild` to re-project them"
             )
     stats = SinkStats()
-    for topic in ALL_TOPICS:  # dead-letters last, so letters written below are projected in this pass
+    batch: list[Delivered] = []
+    ranges: dict[tuple[str, int], tuple[int, int]] = {}  # what the batch consumed, per topic: [first, next)
+
+    def take(topic_name: str, record: LogRecord) -> None:
+        try:
+            batch.append(Delivered(topic_name, 0, record.offset, decode(record)))
+        except DecodeError as exc:
+            stats.dead_letters += undecodable(exc, record)
+        first = ranges.get((topic_name, 0), (record.offset, 0))[0]
+        ranges[(topic_name, 0)] = (first, record.offset + 1)
+
+    def flush() -> None:
+        if ranges:
+            stats.rows += sink_batch(warehouse, source, batch, ranges)
+        batch.clear()
+        ranges.clear()
+
+    # The batch a crash left unfinished first, exactly as it was begun (every range not done, together): the
+    # same events in the same groups give the same dedup tokens.
+    redo = {key: (p.first, p.next) for key, p in positions.items() if not p.done}
+    for (topic_name, _), (first, nxt) in sorted(redo.items()):
+        for record in log.read(topic_name, first):
+            if record.offset >= nxt:
+                break
+            take(topic_name, record)
+        ranges[(topic_name, 0)] = (first, nxt)
+    flush()
+    # Then everything new, in batches that may span topics (one begin, one lookup, one finish per batch, not
+    # per topic); dead letters last, so letters written on the way are projected in this pass.
+    for topic in ALL_TOPICS:
         if topic.name not in log.topics():
             continue
         position = positions.get((topic.name, 0))
-        start = 0 if position is None else position.first if not position.done else position.next
-        redo_end = position.next if position is not None and not position.done else None
-        batch: list[Delivered] = []
-        first = end = start
+        start = 0 if position is None else position.next
         for record in log.read(topic.name, start):
-            try:
-                batch.append(Delivered(topic.name, 0, record.offset, decode(record)))
-            except DecodeError as exc:
-                stats.dead_letters += undecodable(exc, record)
-            end = record.offset + 1
-            if end == redo_end or (redo_end is None and end - first >= batch_size):
-                stats.rows += sink_batch(warehouse, source, batch, {(topic.name, 0): (first, end)})
-                batch, first, redo_end = [], end, None
-        if end > first:
-            stats.rows += sink_batch(warehouse, source, batch, {(topic.name, 0): (first, end)})
+            take(topic.name, record)
+            if sum(nxt - first for first, nxt in ranges.values()) >= batch_size:
+                flush()
+    flush()
     return stats
 
 

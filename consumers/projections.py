@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import re
 from typing import Any
 
@@ -55,7 +56,7 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     DeadLettered: "dead_letters",
 }
 DDL_FILES = ("tables.sql", "views.sql", "sink.sql")
-SINK_TABLES = ("sink_offsets", "sink_events", "sink_identity")
+SINK_TABLES = ("sink_offsets", "sink_events", "sink_identity", "sink_schema")
 # `CREATE OR REPLACE VIEW` for a view whose columns changed: an old warehouse gets the new one on its next start
 _CREATED = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|VIEW) (?:IF NOT EXISTS )?(\w+)")
 
@@ -80,6 +81,16 @@ def ddl_text() -> str:
 
 def view_names() -> list[str]:
     return [name for kind, name in _CREATED.findall(ddl_text()) if kind == "VIEW"]
+
+
+def created_names() -> set[str]:
+    """Every table and view the DDL creates."""
+    return {name for _kind, name in _CREATED.findall(ddl_text())}
+
+
+def ddl_digest() -> str:
+    """SHA-256 of the DDL as shipped: another digest means another DDL (an upgrade) to apply."""
+    return hashlib.sha256(ddl_text().encode()).hexdigest()
 
 
 def ddl(database: str) -> str:

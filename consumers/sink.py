@@ -14,14 +14,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from consumers import sink_progress
-from consumers.clickhouse import Warehouse, WarehouseError, qualified, sql_literal
-from consumers.projections import SINK_TABLES, TABLE_BY_EVENT, columns_of, ddl, row_of, view_names
+from consumers.clickhouse import Warehouse, WarehouseError, qualified, split_sql_statements, sql_literal
+from consumers.projections import (
+    SINK_TABLES,
+    TABLE_BY_EVENT,
+    columns_of,
+    created_names,
+    ddl,
+    ddl_digest,
+    row_of,
+    view_names,
+)
 from streams.events import Event
 
 EVENTS_COLUMNS = ["projection", "event_id", "digest"]
@@ -44,8 +54,14 @@ class MissingProjectionError(WarehouseError):
 
 def ensure_schema(warehouse: Warehouse) -> None:
     """Create whatever is missing. A projection table missing from a warehouse whose sink has progress
-    would stay empty for good (its events count as written): that is refused, `agenttwin rebuild` fixes it."""
+    would stay empty for good (its events count as written): that is refused, `agenttwin rebuild` fixes it.
+
+    The DDL runs only when this warehouse lacks a table or view it creates, or the digest of the DDL applied
+    last (`sink_schema`) is not this DDL's: an upgraded DDL (new columns, replaced views) is still applied."""
     present = _existing(warehouse)
+    digest = ddl_digest()
+    if created_names() <= present and _applied(warehouse, digest):
+        return
     missing = sorted(set(TABLE_BY_EVENT.values()) - present)
     if missing and "sink_offsets" in present:
         written = warehouse.query(f"SELECT count() FROM {qualified(warehouse, 'sink_offsets')}").rows[0][0]
@@ -54,7 +70,24 @@ def ensure_schema(warehouse: Warehouse) -> None:
                 f"the warehouse {warehouse.database} lacks projection table(s) {', '.join(missing)} although "
                 "its sink has written their events: run `agenttwin rebuild` to re-project them from the topics"
             )
-    warehouse.execute(ddl(warehouse.database))
+    warehouse.execute(";\n".join(s for s in split_sql_statements(ddl(warehouse.database)) if _needed(s, present)))
+    # recorded after the DDL ran: one cut short is run again on the next pass
+    warehouse.insert(sink_progress.qualified_name(warehouse, "sink_schema"), ["ddl_sha256"], [[digest]], None)
+
+
+_ADD_COLUMN = re.compile(r"^\s*ALTER TABLE `[^`]+`\.`(\w+)` ADD COLUMN IF NOT EXISTS ", re.MULTILINE)
+
+
+def _needed(statement: str, present: set[str]) -> bool:
+    """False for an upgrade that adds a column to a table this same DDL is about to create (with it)."""
+    match = _ADD_COLUMN.search(re.sub(r"--[^\n]*", "", statement))
+    return match is None or match.group(1) in present
+
+
+def _applied(warehouse: Warehouse, digest: str) -> bool:
+    table = qualified(warehouse, "sink_schema")
+    rows = warehouse.query(f"SELECT count() FROM {table} WHERE ddl_sha256 = {sql_literal(digest)}").rows
+    return bool(int(rows[0][0]))
 
 
 def drop_projections(warehouse: Warehouse) -> None:
@@ -113,19 +146,19 @@ def row_digest(row: Sequence[Any]) -> str:
 
 
 def _held(warehouse: Warehouse, keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """(table, event id) -> the digest of the row the table holds for it, for those of `keys` it holds."""
+    """(table, event id) -> the digest of the row the table holds for it, for those of `keys` it holds.
+
+    One lookup for every table of the batch (per LOOKUP_CHUNK keys): a query costs chDB milliseconds."""
     held: dict[tuple[str, str], str] = {}
-    by_table: dict[str, list[str]] = defaultdict(list)
-    for table, event_id in sorted(keys):
-        by_table[table].append(event_id)
-    for table, event_ids in by_table.items():
-        for start in range(0, len(event_ids), LOOKUP_CHUNK):  # a query stays far below max_query_size
-            chunk = ", ".join(sql_literal(e) for e in event_ids[start : start + LOOKUP_CHUNK])
-            rows = warehouse.query(
-                f"SELECT event_id, digest FROM {qualified(warehouse, 'sink_events')} FINAL "
-                f"WHERE projection = {sql_literal(table)} AND event_id IN ({chunk})"
-            ).rows
-            held.update({(table, str(event_id)): str(digest) for event_id, digest in rows})
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), LOOKUP_CHUNK):  # a query stays far below max_query_size
+        pairs = [f"({sql_literal(t)}, {sql_literal(e)})" for t, e in ordered[start : start + LOOKUP_CHUNK]]
+        chunk = ", ".join(pairs * 2 if len(pairs) == 1 else pairs)  # `IN ((a, b))` would read as `IN (a, b)`
+        rows = warehouse.query(
+            f"SELECT projection, event_id, digest FROM {qualified(warehouse, 'sink_events')} FINAL "
+            f"WHERE (projection, event_id) IN ({chunk})"
+        ).rows
+        held.update({(str(table), str(event_id)): str(digest) for table, event_id, digest in rows})
     return held
 
 

@@ -7,13 +7,13 @@ idempotency lookup -> tenant check -> handler -> output schema -> commit -> faul
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from twin_engine.adapters import AdapterRegistry
 from twin_engine.canonical import canonical_bytes, sha256_hex, state_hash
+from twin_engine.deep_copy import deep_copy
 from twin_engine.diff import diff_states
 from twin_engine.failures import ToolFailure
 from twin_engine.faults import FaultBehavior, check_targets, select_fault
@@ -106,9 +106,9 @@ class TwinCase:
         self.adapters = adapters
         base = twin.initial_state
         self._initial: dict[str, Any] = (
-            merge_patch(base, scenario.state_patch) if scenario.state_patch is not None else copy.deepcopy(base)
+            merge_patch(base, scenario.state_patch) if scenario.state_patch is not None else deep_copy(base)
         )
-        self._state: dict[str, Any] = copy.deepcopy(self._initial)
+        self._state: dict[str, Any] = deep_copy(self._initial)
         self._seq = 0
         self._call_counts: dict[str, int] = {}
         self._slots: dict[tuple[str, str], _Slot] = {}
@@ -128,11 +128,11 @@ class TwinCase:
 
     @property
     def state(self) -> dict[str, Any]:
-        return copy.deepcopy(self._state)
+        return deep_copy(self._state)
 
     @property
     def initial(self) -> dict[str, Any]:
-        return copy.deepcopy(self._initial)
+        return deep_copy(self._initial)
 
     @property
     def seq(self) -> int:
@@ -349,9 +349,9 @@ class TwinCase:
                 leak = self._leak(slot.result)
                 return _Outcome(
                     slot.status,
-                    {"result": copy.deepcopy(slot.result)},
+                    {"result": deep_copy(slot.result)},
                     {REPLAY_HEADER: "true"},
-                    result=copy.deepcopy(slot.result),
+                    result=deep_copy(slot.result),
                     replayed=True,
                     cross_tenant=leak,
                     policy_violation="CROSS_TENANT" if leak else None,
@@ -393,7 +393,7 @@ class TwinCase:
             changes = diff_states(self._state, commit)
             self._state = commit
         if key is not None and mode != "first_effect":
-            self._slots[(tdef.name, key)] = _Slot(args_hash, done.status, copy.deepcopy(done.result))
+            self._slots[(tdef.name, key)] = _Slot(args_hash, done.status, deep_copy(done.result))
         leak = self._leak(done.result)
         return _Outcome(
             done.status,
@@ -462,7 +462,7 @@ class TwinCase:
                 return replace(
                     out,
                     status=previous.status,
-                    body=copy.deepcopy(previous.body),
+                    body=deep_copy(previous.body),
                     headers=dict(previous.headers),
                     error_code=previous.error_code,
                 )
@@ -503,7 +503,7 @@ class TwinCase:
             raw = canonical_bytes(out.body)
             if remember:
                 self._last_replies[tool] = _Delivered(
-                    out.status, copy.deepcopy(out.body), dict(out.headers), out.error_code
+                    out.status, deep_copy(out.body), dict(out.headers), out.error_code
                 )
         delivered = replace(out, status=status, body=body)
         record = self._record(
@@ -521,7 +521,7 @@ class TwinCase:
         )
         self._records.append(record)
         headers = {} if transport == "dropped" else dict(out.headers)
-        return TwinReply(status, copy.deepcopy(body), headers, transport, raw, delay, record)
+        return TwinReply(status, deep_copy(body), headers, transport, raw, delay, record)
 
     def _record(
         self,
@@ -542,11 +542,11 @@ class TwinCase:
             seq=seq,
             call_number=call_number,
             tool=tool,
-            arguments=copy.deepcopy(args),
+            arguments=deep_copy(args),
             http_status=out.status,
             status=call_status(out.status, out.error_code, transport),
             error_code=out.error_code,
-            response=copy.deepcopy(out.body),
+            response=deep_copy(out.body),
             risk=tdef.risk if tdef is not None else None,
             fault=fault.type if fault is not None else None,
             mutated=out.mutated,

@@ -6,7 +6,6 @@ path exactly as the caller gave it and `line` is where the offending value (or i
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import functools
@@ -22,6 +21,7 @@ from jsonschema.exceptions import ValidationError
 from agenttwin.demo import MANIFEST_DIR, NAMED_SUITES
 from schemas import JSON_DIR
 from twin_engine.canonical import sha256_hex
+from twin_engine.deep_copy import deep_copy
 from twin_engine.errors import DefinitionError
 from twin_engine.parsed import cached, file_key, text_digest
 from twin_engine.yaml_loader import (
@@ -86,8 +86,9 @@ def _load_valid(path: str | Path, schema_name: str, max_bytes: int) -> LoadedDoc
 
 @functools.cache
 def _validator(schema_name: str) -> Draft202012Validator:
+    # The project's own schemas, shipped with it: a unit test checks each against the metaschema
+    # (test_documents_demo_world), which costs ~0.1 s per schema and per process if done here.
     schema = json.loads((JSON_DIR / schema_name).read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
 
@@ -448,13 +449,13 @@ def _scenario_from_document(
         agent=spec.get("agent"),
         twin=spec.get("twin"),
         message=scenario_input["message"],
-        context=copy.deepcopy(scenario_input.get("context", {})),
+        context=deep_copy(scenario_input.get("context", {})),
         documents=tuple({**d, "trusted": d.get("trusted", False)} for d in scenario_input.get("documents", [])),
-        state=copy.deepcopy(spec.get("state", {})),
+        state=deep_copy(spec.get("state", {})),
         allowed_tools=tuple(allowed) if allowed is not None else None,
         escalation_tools=tuple(spec["escalationTools"]) if spec.get("escalationTools") else None,
         covers=tuple(spec.get("covers", [])),
-        faults=tuple(copy.deepcopy(faults)),
+        faults=tuple(deep_copy(faults)),
         expectations=expectations,
         seed=spec.get("seed"),
         simulation_mode=spec.get("simulationMode", "strict"),
@@ -462,7 +463,7 @@ def _scenario_from_document(
         raw=data,
         spec_hash=sha256_hex(data),
         source=doc.source_name,
-        user=copy.deepcopy(user) if user is not None else None,
+        user=deep_copy(user) if user is not None else None,
     )
     return scenario
 
@@ -500,7 +501,7 @@ def _expectations_with_ids(doc: LoadedDocument, items: Iterable[dict[str, Any]])
     out: list[dict[str, Any]] = []
     first_index: dict[str, int] = {}
     for index, item in enumerate(items):
-        expectation = copy.deepcopy(item)
+        expectation = deep_copy(item)
         expectation_id = expectation.setdefault("id", f"e{index + 1}")
         if expectation_id in first_index:
             earlier = first_index[expectation_id]

@@ -7,13 +7,13 @@ handler has effects. A response is an object or a text, rendered as a template (
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin_engine.adapters import AdapterCall, AdapterRegistry
 from twin_engine.compare import contains
 from twin_engine.conditions import Condition, ErrorSpec, error_spec
+from twin_engine.deep_copy import deep_copy
 from twin_engine.errors import DefinitionError
 from twin_engine.failures import ToolFailure
 from twin_engine.lookups import Find, Found, compile_find, entity_at, locate
@@ -209,7 +209,7 @@ def execute(run: Execution) -> HandlerOutcome:
     if kind == "mutate":
         return _mutate(run)
     if kind == "echo":
-        return HandlerOutcome(200, {"tool": run.tool, "arguments": copy.deepcopy(run.env.args)})
+        return HandlerOutcome(200, {"tool": run.tool, "arguments": deep_copy(run.env.args)})
     if kind == "recorded":
         return _recorded(run)
     return _custom(run)
@@ -258,26 +258,26 @@ def _answer(run: Execution) -> HandlerOutcome:
     entity, env = _open(run, source)
     env = run_steps(handler.preconditions, env, StepRun(source, entity))
     if handler.response is MISSING:
-        return HandlerOutcome(200, copy.deepcopy(entity(source)))
+        return HandlerOutcome(200, deep_copy(entity(source)))
     return HandlerOutcome(200, render(handler.response, env.with_value(entity(source))))
 
 
 def _mutate(run: Execution) -> HandlerOutcome:
     handler = run.handler
-    scratch = copy.deepcopy(run.env.state)
+    scratch = deep_copy(run.env.state)
     entity, env = _open(run, scratch)
-    before = copy.deepcopy(entity(scratch))
+    before = deep_copy(entity(scratch))
     steps = StepRun(scratch, entity, first_effect_only=run.first_effect_only)
     env = run_steps(handler.preconditions, env, steps)
     env = run_steps(handler.effects, env, steps)
     if run.stale:
-        answer_env = replace(env, state=copy.deepcopy(run.env.state), value=before)
+        answer_env = replace(env, state=deep_copy(run.env.state), value=before)
     else:
         answer_env = env.with_value(entity(scratch))
     if handler.response is not MISSING:
         result = render(handler.response, answer_env)
     elif handler.has_entity:
-        result = copy.deepcopy(answer_env.value)
+        result = deep_copy(answer_env.value)
     else:
         result = {"ok": True}
     return HandlerOutcome(200, result, mutated=True, state=scratch, partial_state=steps.partial)
@@ -290,7 +290,7 @@ def _recorded(run: Execution) -> HandlerOutcome:
                 raise fixture.error.failure()
             if fixture.status >= 400:
                 raise ToolFailure(fixture.status, "ERROR", "The tool failed.")
-            return HandlerOutcome(fixture.status, copy.deepcopy(fixture.response))
+            return HandlerOutcome(fixture.status, deep_copy(fixture.response))
     raise ToolFailure(404, "NO_FIXTURE", "No recorded response matches these arguments.")
 
 
@@ -299,9 +299,9 @@ def _custom(run: Execution) -> HandlerOutcome:
     adapter = run.adapters.get(name) if run.adapters is not None else None
     if adapter is None:
         raise ToolFailure(500, "TWIN_ADAPTER_MISSING", f"No adapter named {name!r} is registered.")
-    scratch = copy.deepcopy(run.initial if run.stale else run.env.state)
+    scratch = deep_copy(run.initial if run.stale else run.env.state)
     env = run.env
-    args = copy.deepcopy(env.args) if isinstance(env.args, dict) else {}
+    args = deep_copy(env.args) if isinstance(env.args, dict) else {}
     out = adapter(AdapterCall(run.tool, args, scratch, env.tenant, env.now, env.seq, env.call_number))
     if not 200 <= out.status < 300:
         error = dict(out.error or {})
@@ -311,7 +311,7 @@ def _custom(run: Execution) -> HandlerOutcome:
     commit = out.mutated and not run.stale
     return HandlerOutcome(
         out.status,
-        copy.deepcopy(out.result),
+        deep_copy(out.result),
         dict(out.headers),
         mutated=commit,
         state=scratch if commit else None,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from twin_engine.deep_copy import deep_copy
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -12,8 +13,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
     An object patch merges key by key (`null` deletes the key); any other patch replaces the target.
     """
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result: dict[str, Any] = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return deep_copy(patch)
+    result: dict[str, Any] = deep_copy(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)

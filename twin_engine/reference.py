@@ -14,10 +14,11 @@ scenario: the expectation is then ERROR, never PASS or FAIL.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+from twin_engine.deep_copy import deep_copy
 
 if TYPE_CHECKING:
     from twin_engine.twin import ScenarioConfig, Twin
@@ -34,7 +35,7 @@ class ReferenceTarget:
     problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": copy.deepcopy(self.state), "calls": [dict(c) for c in self.calls], "problem": self.problem}
+        return {"state": deep_copy(self.state), "calls": [dict(c) for c in self.calls], "problem": self.problem}
 
 
 def replay_reference(

@@ -25,12 +25,12 @@ committed only when every step passed.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin_engine.conditions import AnyCondition, check_condition, compile_condition
+from twin_engine.deep_copy import deep_copy
 from twin_engine.effects import Effect, apply_effect, compile_effect
 from twin_engine.errors import DefinitionError
 from twin_engine.expressions import (
@@ -234,7 +234,7 @@ def run_steps(steps: tuple[Step, ...], env: TemplateEnv, run: StepRun) -> Templa
             run.applied += 1
             env.budget.forget()  # the state changed in place
             if run.applied == 1 and run.first_effect_only:
-                run.partial = copy.deepcopy(run.scratch)
+                run.partial = deep_copy(run.scratch)
         elif isinstance(step, Let):
             env = bind(step, env)
         elif isinstance(step, Branch):

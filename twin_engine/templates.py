@@ -15,7 +15,6 @@ Write `{args.state}`.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from twin_engine.canonical import canonical_json
+from twin_engine.deep_copy import deep_copy
 from twin_engine.expressions import (
     EXPR_KEY,
     Budget,
@@ -333,7 +333,7 @@ def resolve(ph: Placeholder, env: TemplateEnv) -> Any:
         if ph.root == "idempotency_key":
             raise missing_argument("idempotency key")
         raise template_error(f"Template {ph.source}: {_describe(ph)} does not exist.")
-    return copy.deepcopy(value)
+    return deep_copy(value)
 
 
 def _describe(ph: Placeholder) -> str:
@@ -361,7 +361,7 @@ def render(template: Any, env: TemplateEnv) -> Any:
         return {key: render(item, env) for key, item in template.items()}
     if isinstance(template, list):
         return [render(item, env) for item in template]
-    return copy.deepcopy(template)
+    return deep_copy(template)
 
 
 def render_string(template: str, env: TemplateEnv) -> Any:

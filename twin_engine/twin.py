@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from jsonschema.exceptions import SchemaError
 
 from twin_engine.adapters import AdapterRegistry
 from twin_engine.canonical import canonical_bytes, sha256_hex
+from twin_engine.deep_copy import deep_copy
 from twin_engine.errors import DefinitionError
 from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
 from twin_engine.handlers import Handler, compile_handler
@@ -56,7 +56,7 @@ class ToolDef:
         return self.handler.expects_mutation
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.risk, copy.deepcopy(self.input_schema))
+        return ToolSpec(self.name, self.description, self.risk, deep_copy(self.input_schema))
 
 
 def _validator(schema: Any, where: str) -> Draft202012Validator | None:
@@ -121,8 +121,8 @@ def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
         risk=str(risk),
         risk_declared=declared,
         handler=handler,
-        input_schema=copy.deepcopy(input_schema),
-        output_schema=copy.deepcopy(output_schema),
+        input_schema=deep_copy(input_schema),
+        output_schema=deep_copy(output_schema),
         idempotency_argument=idempotency.get("argument"),
         idempotency_header=header.lower() if isinstance(header, str) else None,
         effect_key=effect_key,
@@ -168,9 +168,9 @@ class Twin:
         return cls(
             name=str((doc.get("metadata") or {}).get("name", "")),
             hash=digest,
-            definition=copy.deepcopy(dict(doc)),
+            definition=deep_copy(dict(doc)),
             tools=tools,
-            initial_state=copy.deepcopy(initial),
+            initial_state=deep_copy(initial),
             secrets=tuple(spec.get("secrets") or ()),
             tenant_key=spec.get("tenantKey"),
             retrieval_path=str(retrieval.get("statePath") or DEFAULT_KB_PATH),
@@ -234,12 +234,12 @@ class ScenarioConfig:
         now = context.get("now")
         return cls(
             name=str((doc.get("metadata") or {}).get("name", "")),
-            state_patch=copy.deepcopy(spec.get("state")),
+            state_patch=deep_copy(spec.get("state")),
             allowed_tools=tuple(allowed) if allowed else None,
             faults=compile_fault_rules(spec.get("faults") or ()),
             tenant=str(tenant) if tenant is not None else None,
             now=str(now) if now is not None else None,
-            documents=tuple(copy.deepcopy(d) for d in inputs.get("documents") or ()),
+            documents=tuple(deep_copy(d) for d in inputs.get("documents") or ()),
             seed=spec.get("seed"),
         )
 

@@ -125,8 +125,16 @@ def load_document_text(text: str, source_name: str, *, max_bytes: int, require_m
         raise DefinitionError(f"the document is larger than the limit of {_size(max_bytes)}", file=source_name)
     json_data, is_json = _try_json(text)
     lines: dict[DocPath, int] = {}
+    one_line = _one_line_json_lines(text, json_data) if is_json else None
+    if one_line is not None:  # what the YAML walk below would find, without composing every node in Python
+        return _checked_root(LoadedDocument(data=json_data, source_name=source_name, lines=one_line), require_mapping)
     # Valid JSON has no literal tabs inside strings, so tabs are whitespace and can be replaced for YAML.
-    loader = _StrictLoader(text.replace("\t", " ") if is_json else text)
+    try:  # the reader refuses some characters (DEL, C1 controls, U+FFFE) as soon as it is made
+        loader = _StrictLoader(text.replace("\t", " ") if is_json else text)
+    except yaml.reader.ReaderError as exc:
+        if not is_json:
+            raise _refused_character(exc, source_name, text) from None
+        return _checked_root(LoadedDocument(data=json_data, source_name=source_name, lines={}), require_mapping)
     try:
         root = loader.get_single_node()
         data: Any = None
@@ -141,14 +149,63 @@ def load_document_text(text: str, source_name: str, *, max_bytes: int, require_m
         loader.dispose()
     if is_json:
         data = json_data
-    if require_mapping and not isinstance(data, dict):
-        found = "an empty document" if data is None else f"a {_kind(data)}"
+    return _checked_root(LoadedDocument(data=data, source_name=source_name, lines=lines), require_mapping)
+
+
+def _checked_root(doc: LoadedDocument, require_mapping: bool) -> LoadedDocument:
+    if require_mapping and not isinstance(doc.data, dict):
+        found = "an empty document" if doc.data is None else f"a {_kind(doc.data)}"
         raise DefinitionError(
             f"the document must be a mapping (key: value pairs) at the top level, found {found}",
-            file=source_name,
-            line=lines.get((), 1),
+            file=doc.source_name,
+            line=doc.lines.get((), 1),
         )
-    return LoadedDocument(data=data, source_name=source_name, lines=lines)
+    return doc
+
+
+# YAML's line breaks (a JSON string may hold NEL, LS and PS raw) and the longest key sure to stay under YAML's
+# 1,024-character simple-key limit however it was escaped (12 characters per character at most, quotes).
+_YAML_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
+_SAFE_KEY = 80
+
+
+def _one_line_json_lines(text: str, data: Any) -> dict[DocPath, int] | None:
+    """The line map the YAML walk gives a one-line JSON document (every value on line 1), or None when only
+    the walk can say: more than one line, characters YAML refuses, a duplicate or long key, a number JSON
+    reads as infinite (the walk reports some of those). Event-carried documents are one-line canonical JSON,
+    parsed again by every process that plans them."""
+    if any(brk in text for brk in _YAML_BREAKS) or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        return None
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if len(set(keys)) != len(keys) or any(len(k) > _SAFE_KEY for k in keys):
+            raise ValueError("the YAML walk decides")
+        return dict(items)
+
+    def finite(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            raise ValueError("the YAML walk decides")
+        return value
+
+    try:
+        json.loads(text, object_pairs_hook=pairs, parse_float=finite, parse_constant=float)
+    except ValueError:
+        return None
+    lines: dict[DocPath, int] = {}
+    _all_on_line_one(data, (), lines)
+    return lines
+
+
+def _all_on_line_one(value: Any, path: DocPath, lines: dict[DocPath, int]) -> None:
+    lines[path] = 1
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _all_on_line_one(item, (*path, key), lines)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _all_on_line_one(item, (*path, index), lines)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -242,6 +299,13 @@ class _Walker:
                 raise self.fail(f"'{node.value}' is not a finite number (JSON has no NaN or infinity)", node, path)
             return value
         raise self.fail(f"YAML tags are not allowed (found {_shown_tag(tag)})", node, path)
+
+
+def _refused_character(exc: yaml.reader.ReaderError, source_name: str, text: str) -> DefinitionError:
+    line = text[: max(0, exc.position)].count("\n") + 1
+    return DefinitionError(
+        f"the document holds a character YAML does not allow (U+{exc.character:04X})", file=source_name, line=line
+    )
 
 
 def _syntax_error(exc: yaml.YAMLError, source_name: str, text: str) -> DefinitionError:

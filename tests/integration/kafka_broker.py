@@ -39,6 +39,7 @@ class _Started:
     bootstrap: str | None = None
     container: Any = None
     local_broker: bool = False
+    failure: str | None = None  # why no broker could be had: later tests fail at once, not after another `up`
 
 
 _state = _Started()
@@ -58,13 +59,16 @@ def broker_bootstrap() -> str:
     if from_env:
         _state.bootstrap = from_env
         return from_env
+    if _state.failure is not None:
+        raise RuntimeError(_state.failure)
     attempts: list[str] = []
     if _docker_answers(attempts):
         _state.bootstrap = _start_container(attempts)
     if _state.bootstrap is None:
         _state.bootstrap = _start_local_broker(attempts)
     if _state.bootstrap is None:
-        raise RuntimeError("no Kafka broker for integration tests: " + "; ".join(attempts))
+        _state.failure = "no Kafka broker for integration tests: " + "; ".join(attempts)
+        raise RuntimeError(_state.failure)
     return _state.bootstrap
 
 
@@ -74,7 +78,7 @@ def release_broker() -> None:
         _state.container.stop()
     if _state.local_broker and os.environ.get("AGENTTWIN_KAFKA_KEEP") != "1":
         subprocess.run(["bash", str(KAFKA_SH), "down"], check=True, capture_output=True, timeout=120)
-    _state.bootstrap, _state.container, _state.local_broker = None, None, False
+    _state.bootstrap, _state.container, _state.local_broker, _state.failure = None, None, False, None
 
 
 def not_restartable() -> str | None:

@@ -315,3 +315,94 @@ def test_the_ddl_names_the_database_of_every_table_and_view_it_creates_alters_or
     ]
     assert len(named) > 2 * len(TABLES)
     assert [n for n in named if not n.startswith("`dbx`.`")] == []
+
+
+def _ddl_runs(wh: ChdbWarehouse, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements the real warehouse executes from now on (recorded, then run as usual)."""
+    ran: list[str] = []
+    execute = wh.execute
+
+    def recording(sql: str) -> None:
+        ran.append(sql)
+        execute(sql)
+
+    monkeypatch.setattr(wh, "execute", recording)
+    return ran
+
+
+def _digests(wh: Warehouse) -> list[str]:
+    return [str(r[0]) for r in wh.query(f"SELECT ddl_sha256 FROM {qualified(wh, 'sink_schema')} FINAL").rows]
+
+
+def test_the_ddl_runs_once_per_digest_and_again_for_anything_missing(
+    warehouse: ChdbWarehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from consumers.projections import ddl_digest
+
+    ran = _ddl_runs(warehouse, monkeypatch)
+    ensure_schema(warehouse)
+    assert len(ran) == 1 and _digests(warehouse) == [ddl_digest()]
+    ensure_schema(warehouse)
+    ensure_schema(warehouse)
+    assert len(ran) == 1  # applied already: not executed again
+    for dropped in ("VIEW v_comparisons", "TABLE sink_schema", "TABLE cases", "TABLE sink_events"):
+        kind, name = dropped.split()
+        execute = type(warehouse).execute
+        execute(warehouse, f"DROP {kind} {qualified(warehouse, name)}")
+        before = len(ran)
+        ensure_schema(warehouse)  # no progress yet: a missing table is simply created
+        assert len(ran) == before + 1, dropped
+        warehouse.query(f"SELECT * FROM {qualified(warehouse, name)}")  # there again
+        assert _digests(warehouse) == [ddl_digest()]
+
+
+def test_an_upgraded_ddl_is_applied_over_the_digest_of_the_previous_one(warehouse: ChdbWarehouse) -> None:
+    ensure_schema(warehouse)
+    table = qualified(warehouse, "sink_schema")
+    warehouse.execute(f"TRUNCATE TABLE {table}")
+    warehouse.insert(f"{warehouse.database}.sink_schema", ["ddl_sha256"], [["0" * 64]], None)  # the older DDL's
+    warehouse.execute(  # the older DDL's view, without the columns added since
+        f"CREATE OR REPLACE VIEW {qualified(warehouse, 'v_contradictions')} AS SELECT alert_id, tool, trace_id "
+        f"FROM {qualified(warehouse, 'contradictions')} FINAL WHERE kind = 'contradiction'"
+    )
+    ensure_schema(warehouse)
+    columns = [c for c, *_ in warehouse.query(f"DESCRIBE TABLE {qualified(warehouse, 'v_contradictions')}").rows]
+    assert {"subject", "claim_inferred_by"} <= set(columns)
+
+
+def test_a_ddl_cut_short_before_its_digest_is_recorded_runs_again(
+    warehouse: ChdbWarehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    insert = warehouse.insert
+
+    def dying(table: str, *args: Any) -> None:
+        if table.endswith(".sink_schema"):
+            raise RuntimeError("killed after the DDL, before its digest")
+        insert(table, *args)
+
+    monkeypatch.setattr(warehouse, "insert", dying)
+    with pytest.raises(RuntimeError, match="killed"):
+        ensure_schema(warehouse)
+    monkeypatch.setattr(warehouse, "insert", insert)
+    assert _digests(warehouse) == []
+    ran = _ddl_runs(warehouse, monkeypatch)
+    ensure_schema(warehouse)
+    assert len(ran) == 1 and len(_digests(warehouse)) == 1
+
+
+def test_rebuild_recreates_the_schema_and_its_digest(demo_log: Path, warehouse: ChdbWarehouse) -> None:
+    with EmbeddedRuntime(demo_log) as runtime:
+        sync(runtime, warehouse)
+        before = _both(warehouse)
+        assert rebuild(runtime, warehouse).rows == _events(runtime)
+        assert _both(warehouse) == before
+        assert len(_digests(warehouse)) == 1
+
+
+def test_a_new_warehouse_has_every_column_without_running_the_upgrades(warehouse: ChdbWarehouse) -> None:
+    from consumers.projections import columns_of
+
+    ensure_schema(warehouse)  # its tables are new: the ALTER ... ADD COLUMN upgrades are left out
+    for event_type, table in TABLE_BY_EVENT.items():
+        columns = [c for c, *_ in warehouse.query(f"DESCRIBE TABLE {qualified(warehouse, table)}").rows]
+        assert sorted(columns) == sorted(columns_of(event_type)), table
