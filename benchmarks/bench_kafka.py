@@ -19,6 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
+import _results
 from confluent_kafka import Consumer
 
 from agenttwin.kafka_cli import build_workers
@@ -64,7 +65,9 @@ def rows_in(warehouse: Warehouse) -> int:
 
 def end_to_end(
     bootstrap: str, naming: Naming, warehouse: Warehouse, reqs: list[EvaluationRequested], data: Path
-) -> tuple[int, float]:
+) -> tuple[int, float, float]:
+    """Events in ClickHouse, seconds from the first publish until the last is in, CPU seconds of this
+    process meanwhile (all threads: beside the wall time it says how busy the workers kept the cores)."""
     workers = build_workers(
         ("all",), bootstrap, naming=naming, data_dir=data, versions=(VERSION,), refine=judge_refiner(Settings()),
         warehouse=warehouse,
@@ -75,20 +78,25 @@ def end_to_end(
     def comparisons() -> int:
         return int(warehouse.query(f"SELECT count() FROM {qualified(warehouse, 'comparisons')}").rows[0][0])
 
+    cpu = [0.0]
+
     async def run() -> float:
         async with WorkerGroup(workers) as group:
             await group.wait_idle(idle_s=3.0, timeout_s=TIMEOUT_S)  # joined, recovered, nothing to do
-            started = time.perf_counter()
+            # the sink's tables exist and it reads every partition (a loaded machine can take longer than 3 s)
+            await group.wait_for(lambda: sink.caught_up, timeout_s=TIMEOUT_S, poll_s=0.1, what="sink ready")
+            started, cpu_started = time.perf_counter(), time.process_time()
             with KafkaPublisher(bootstrap, naming) as publisher:
                 await asyncio.to_thread(publisher.publish, reqs)
             await group.wait_for(lambda: comparisons() >= comparisons_wanted, timeout_s=TIMEOUT_S, poll_s=0.1)
             # trailing events (alerts, the last batches): done when the sink is at the end and idle
             while not (sink.caught_up and time.monotonic() - sink.last_progress > 0.5):
                 await asyncio.sleep(0.05)
+            cpu[0] = time.process_time() - cpu_started
             return time.perf_counter() - started - 0.5
 
     elapsed = asyncio.run(run())
-    return rows_in(warehouse), elapsed
+    return rows_in(warehouse), elapsed, cpu[0]
 
 
 def raw_ceiling(bootstrap: str, naming: Naming, warehouse: Warehouse, expected: int) -> tuple[int, float]:
@@ -120,19 +128,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evaluations", type=int, default=10, help="demo evaluation requests (about 288 events each)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
+    load_start = _results.loadavg()
     run = uuid.uuid4().hex[:8]
     naming = Naming(f"bench-{run}.")
     ensure_topics(args.kafka, naming)
     with tempfile.TemporaryDirectory(prefix="bench-kafka-") as tmp:
         root = Path(tmp)
         with ChdbWarehouse(root / "chdb", "e2e") as e2e_wh, ChdbWarehouse(root / "chdb", "raw") as raw_wh:
-            events, e2e_s = end_to_end(args.kafka, naming, e2e_wh, requests(args.evaluations, run), root)
+            events, e2e_s, e2e_cpu_s = end_to_end(args.kafka, naming, e2e_wh, requests(args.evaluations, run), root)
             raw_events, raw_s = raw_ceiling(args.kafka, naming, raw_wh, events)
     e2e_rate, raw_rate = events / e2e_s, raw_events / raw_s
     print(f"evaluations: {args.evaluations}, events: {events} (raw pass read {raw_events})")
-    print(f"end to end (produce -> processors -> ClickHouse): {e2e_rate:,.0f} events/s ({e2e_s:.2f} s)")
+    print(
+        f"end to end (produce -> processors -> ClickHouse): {e2e_rate:,.0f} events/s ({e2e_s:.2f} s, "
+        f"{e2e_cpu_s:.2f} s CPU)"
+    )
     print(f"raw ceiling (consume + decode + bulk insert):     {raw_rate:,.0f} events/s ({raw_s:.2f} s)")
     print(f"ratio end to end / raw: {e2e_rate / raw_rate:.3f}")
+    print(f"load average: {load_start} at start, {_results.loadavg()} at end")
+    figures = {
+        "evaluations": args.evaluations,
+        "events": events,
+        "end_to_end_s": round(e2e_s, 3),
+        "end_to_end_events_per_s": round(e2e_rate, 1),
+        "end_to_end_cpu_s": round(e2e_cpu_s, 3),
+        "raw_events": raw_events,
+        "raw_s": round(raw_s, 3),
+        "raw_events_per_s": round(raw_rate, 1),
+        "ratio": round(e2e_rate / raw_rate, 3),
+    }
+    print(f"written: {_results.write('bench_kafka', figures, load_at_start=load_start)}")
     return 0
 
 

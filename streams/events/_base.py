@@ -37,9 +37,28 @@ class Event:
         return str(getattr(self, self.KEY_FIELD))
 
     def to_record(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _field_names(type(self))}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Self:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _field_set(cls)
         return cls(**{k: v for k, v in record.items() if k in names})
+
+
+# dataclasses.fields() builds its tuple anew on every call: once per event type is enough (hot on Kafka paths)
+_NAMES: dict[type, tuple[str, ...]] = {}
+_NAME_SETS: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _field_set(cls: type) -> frozenset[str]:
+    names = _NAME_SETS.get(cls)
+    if names is None:
+        names = _NAME_SETS[cls] = frozenset(_field_names(cls))
+    return names

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined, unused-ignore]
 
 from streams.kafka.naming import Naming
@@ -69,6 +69,17 @@ def consumer_config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
         "log_level": 3,
         **extra,
     }
+
+
+def consume_ready(consumer: Consumer, max_messages: int, timeout_s: float) -> list[Message]:
+    """Up to `max_messages`, waiting at most `timeout_s` for the first one, then taking only what is already
+    fetched. confluent-kafka's `consume(n, timeout)` waits the whole timeout unless n messages come: a loop
+    that asks for a batch of 1000 and gets 20 would sit out its timeout on every batch (each stage of the
+    pipeline adding it again)."""
+    first = consumer.consume(num_messages=1, timeout=timeout_s)
+    if not first or max_messages <= 1:
+        return first
+    return first + consumer.consume(num_messages=max_messages - 1, timeout=0)
 
 
 def ensure_topics(bootstrap: str, naming: Naming, *, timeout_s: float = ADMIN_TIMEOUT_S) -> list[str]:

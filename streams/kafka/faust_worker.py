@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import faust
-from aiokafka.errors import KafkaError
 from confluent_kafka import KafkaException
 
 from streams.embedded import DecodeError
 from streams.events import Event
+from streams.kafka.batch_sender import BatchSender, Outgoing
 from streams.kafka.clients import HEARTBEAT_INTERVAL_S, SESSION_TIMEOUT_S, ensure_changelog
 from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
 from streams.kafka.naming import Naming
@@ -52,11 +52,6 @@ BATCH_WITHIN_S = 0.02
 SETTLE_IDLE_S = 1.0
 SETTLE_POLL_S = 0.5
 STOP_SETTLE_TIMEOUT_S = 15.0
-
-
-def _seconds(timestamp_ms: int | None) -> float | None:
-    """faust takes seconds and sends int(seconds * 1000): half a millisecond more keeps that exact."""
-    return None if timestamp_ms is None else (timestamp_ms + 0.5) / 1000.0
 
 
 def has_timer(processor: Processor) -> bool:
@@ -89,7 +84,7 @@ class FaustWorker:
         self._watermark: datetime | None = None
         self._ticked_at: datetime | None = None
         self._failure: BaseException | None = None
-        self._outputs: dict[str, Any] = {}
+        self._sender = BatchSender(bootstrap, self.name)
         self._bootstrap, self._naming, self._partitions = bootstrap, naming, n
         self._datadir = data_dir / "faust" / self.name
         self._datadir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +131,6 @@ class FaustWorker:
                 await self._tick()
 
             app.timer(interval=self._tick_interval_s)(tick)
-        self._outputs = {}
         self._forget_stores()
         return app
 
@@ -174,6 +168,7 @@ class FaustWorker:
                     await task
         self._watchdog = self._settler = None
         await self.app.stop()
+        await asyncio.to_thread(self._sender.close)
 
     async def _settle(self) -> None:
         """Once per idle spell, commit past what follows the last record of each input partition."""
@@ -349,10 +344,10 @@ class FaustWorker:
         never run ahead of the changelog. If a rebalance forgot the stores meanwhile, the next load
         reads these writes back from the changelog."""
         changes = {p: s.changes() for p, s in staged.items()}
-        topic = self._topic(self.changelog)
+        changelog = self.changelog
         await self._send_all(
             [
-                (topic, key.encode(), None if value is DELETED else dumps(value), None, p, None)
+                Outgoing(changelog, key.encode(), None if value is DELETED else dumps(value), None, p)
                 for p, partition_changes in changes.items()
                 for key, value in partition_changes
             ]
@@ -367,42 +362,14 @@ class FaustWorker:
                 else:
                     store[key] = value
 
-    def _topic(self, physical: str) -> Any:
-        topic = self._outputs.get(physical)
-        if topic is None:
-            topic = self._outputs[physical] = self.app.topic(physical, key_serializer="raw", value_serializer="raw")
-        return topic
-
     async def _publish(self, events: Sequence[Event]) -> None:
         """Send and wait until every output is acknowledged (retrying while the cluster is away)."""
         if not events:
             return
         messages = [self._codec.encode(e) for e in events]
-        sends = [(self._topic(m.topic), m.key, m.value, m.headers, None, m.timestamp_ms) for m in messages]
-        await self._send_all(sends)
+        await self._send_all([Outgoing(m.topic, m.key, m.value, m.headers, None, m.timestamp_ms) for m in messages])
 
-    async def _send_all(self, sends: Sequence[tuple[Any, bytes, bytes | None, Any, int | None, int | None]]) -> None:
-        """(topic, key, value, headers, partition or None for the key's, timestamp ms or None for now) each;
-        all acknowledged on return."""
-        if not sends:
-            return
-        delay = 0.2
-        while True:
-            try:
-                pending = [
-                    await topic.send(
-                        key=key,
-                        value=value,
-                        partition=partition,
-                        headers=headers,
-                        timestamp=_seconds(timestamp_ms),
-                        force=True,
-                    )
-                    for topic, key, value, headers, partition, timestamp_ms in sends
-                ]
-                await asyncio.gather(*pending)
-                return
-            except KafkaError as exc:  # retriable by nature here: the writes are idempotent
-                log.warning("%s: %d send(s) failed (%s); retrying in %.1f s", self.name, len(sends), exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, PUBLISH_RETRY_MAX_S)
+    async def _send_all(self, sends: Sequence[Outgoing]) -> None:
+        """Every message acknowledged on return (retrying while the cluster is away); one wait per batch."""
+        if sends:
+            await asyncio.to_thread(self._sender.send, sends)

@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from streams.kafka.clients import consumer_config
+from streams.kafka.clients import consume_ready, consumer_config
 from streams.kafka.store_codec import loads
 
 READ_TIMEOUT_S = 60.0
@@ -68,7 +68,7 @@ def read_changelog_partition(
         consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         deadline = time.monotonic() + timeout_s
         while True:
-            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+            for msg in consume_ready(consumer, 1000, 0.5):
                 err = msg.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:

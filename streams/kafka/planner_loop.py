@@ -27,7 +27,7 @@ from confluent_kafka import (
 
 from streams.embedded import DecodeError
 from streams.events import EvaluationRequested, Event
-from streams.kafka.clients import consumer_config, producer_config
+from streams.kafka.clients import consume_ready, consumer_config, producer_config
 from streams.kafka.codec import KafkaCodec, OutMessage, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.thread_loop import ThreadLoop
@@ -90,7 +90,7 @@ class PlannerLoop(ThreadLoop):
         consumer.subscribe([self.topic], on_assign=self._rebuild)
         try:
             while not self.stopping:
-                got = consumer.consume(num_messages=BATCH, timeout=0.5)
+                got = consume_ready(consumer, BATCH, 0.5)
                 msgs = [m for m in got if not self._is_error(m)]
                 producer.poll(0)  # serve the producer's error callback while idle
                 if msgs:
@@ -231,7 +231,7 @@ class PlannerLoop(ThreadLoop):
             left = dict(committed)
             deadline = time.monotonic() + TXN_TIMEOUT_S
             while left and time.monotonic() < deadline:
-                for msg in reader.consume(num_messages=BATCH, timeout=0.5):
+                for msg in consume_ready(reader, BATCH, 0.5):
                     p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
                     if _is_end(msg) and p in left and offset >= left[p]:
                         # the committed offset may lie past the markers after the last record

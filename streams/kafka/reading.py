@@ -11,7 +11,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from streams.embedded import DecodeError
 from streams.events import Event
-from streams.kafka.clients import NOT_NOW, consumer_config
+from streams.kafka.clients import NOT_NOW, consume_ready, consumer_config
 from streams.kafka.codec import KafkaCodec
 from streams.kafka.naming import Naming
 from streams.topics import TOPIC_BY_NAME
@@ -40,7 +40,7 @@ class TopicTail:
         deadline = time.monotonic() + timeout_s
         quiet = False
         while time.monotonic() < deadline:
-            msgs = self._consumer.consume(num_messages=1000, timeout=0.1)
+            msgs = consume_ready(self._consumer, 1000, 0.1)
             for msg in msgs:
                 err = msg.error()
                 key = (str(msg.topic()), int(msg.partition() or 0))
@@ -135,7 +135,7 @@ def ends_without_data(
         consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=100, timeout=0.2):
+            for msg in consume_ready(consumer, 100, 0.2):
                 key = (str(msg.topic()), int(msg.partition() or 0))
                 if key not in pending:
                     continue

@@ -33,6 +33,7 @@ simulations' clock (their events all carry pinned times, so they are never taken
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from evaluation.claim_reader import read_claim
@@ -60,6 +61,8 @@ DEFAULT_HORIZON = timedelta(hours=1)
 BUCKETS_PER_HORIZON = 120  # time-index granularity: a timer reads at most 1/120 of a horizon it need not
 SIMULATION_CLOCK = f"{INDEX_PREFIX}sim-clock"  # the latest receive time of any simulated event
 INDEXED = f"{INDEX_PREFIX}indexed"  # set once every entry of the store is in a time index
+# An entry's alert ids are asked for on every event of its trace (when is it due, was it sent): hashed once
+_alert_id = lru_cache(maxsize=8192)(ids.alert_id)
 # The latest last-receive time of an evicted live entry: an event received at or before it belongs to an
 # entry that is gone (a redelivered duplicate, or later than horizon + retention): it changes nothing.
 EVICTED_BEFORE = f"{INDEX_PREFIX}evicted-before"
@@ -197,12 +200,12 @@ class OutcomeJoin(Processor):
             due = last + self.horizon
         claim, verified = entry["claim"], entry["verified"]
         if claim is not None and not verified and not entry.get("matched") and _awaits_verification(entry):
-            alert = ids.alert_id(entry["tenant"], entry["trace_id"], "*", "claim_never_verified")
+            alert = _alert_id(entry["tenant"], entry["trace_id"], "*", "claim_never_verified")
             if alert not in entry["sent"]:
                 due = min(due, claim["at"] + self.horizon)
         if claim is None:
             for version, v in verified.items():
-                alert = ids.alert_id(entry["tenant"], entry["trace_id"], version, "verification_without_claim")
+                alert = _alert_id(entry["tenant"], entry["trace_id"], version, "verification_without_claim")
                 if alert not in entry["sent"]:
                     due = min(due, v.received_time + self.horizon)
         return due
@@ -245,7 +248,7 @@ class OutcomeJoin(Processor):
     @staticmethod
     def _once(entry: dict[str, Any], version: str, kind: str) -> str | None:
         """The alert id if it was not emitted yet for this entry (and mark it emitted), else None."""
-        alert = ids.alert_id(entry["tenant"], entry["trace_id"], version, kind)
+        alert = _alert_id(entry["tenant"], entry["trace_id"], version, kind)
         if alert in entry["sent"]:
             return None
         entry["sent"] = [*entry["sent"], alert]
