@@ -55,7 +55,7 @@ class BatchSender:
     def __init__(self, bootstrap: str, name: str, **config: Any) -> None:
         self._bootstrap, self.name, self._config = bootstrap, name, config
         self._lock = threading.Lock()  # one batch at a time: flush() waits for everything queued
-        self._producer = self._new_producer()
+        self._producer: Producer | None = None  # made on the first send, let go by close()
 
     def _new_producer(self) -> Producer:
         return Producer(producer_config(self._bootstrap, **{"linger.ms": LINGER_MS, **self._config}))
@@ -67,10 +67,13 @@ class BatchSender:
         with self._lock:
             delay = 0.2
             while True:
+                if self._producer is None:
+                    self._producer = self._new_producer()
+                producer = self._producer
                 reports = _Reports()
                 for m in messages:
-                    self._produce(m, reports.delivered)
-                while self._producer.flush(FLUSH_SLICE_S):  # librdkafka retries until message.timeout.ms
+                    self._produce(producer, m, reports.delivered)
+                while producer.flush(FLUSH_SLICE_S):  # librdkafka retries until message.timeout.ms
                     pass
                 if not reports.errors:
                     return
@@ -81,10 +84,11 @@ class BatchSender:
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
 
-    def _produce(self, m: Outgoing, on_delivery: Any) -> None:
+    @staticmethod
+    def _produce(producer: Producer, m: Outgoing, on_delivery: Any) -> None:
         while True:
             try:
-                self._producer.produce(
+                producer.produce(
                     m.topic,
                     m.value,
                     m.key,
@@ -95,8 +99,13 @@ class BatchSender:
                 )
                 return
             except BufferError:  # the local queue is full: let deliveries drain, then go on
-                self._producer.poll(0.1)
+                producer.poll(0.1)
 
     def close(self, timeout_s: float = 10.0) -> None:
+        """Wait for what is queued, then let the producer go: its librdkafka threads end with it (kept, every
+        stopped worker's producer would go on reconnecting to the cluster for the life of the process).
+        A later send makes a new one."""
         with self._lock:
-            self._producer.flush(timeout_s)
+            producer, self._producer = self._producer, None
+            if producer is not None:
+                producer.flush(timeout_s)

@@ -4,6 +4,9 @@ or the partition given; the event time as the record timestamp; headers; tombsto
 
 from __future__ import annotations
 
+import gc
+import os
+import time
 import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
@@ -59,3 +62,26 @@ def test_a_batch_is_on_the_cluster_on_return_where_the_other_producers_put_the_s
     assert (where[b"pinned"].partition(), where[b"pinned"].value()) == (4, b"p")
     assert (where[b"gone"].partition(), where[b"gone"].value()) == (5, None)
     sender.close()
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))  # librdkafka's native threads included
+
+
+def test_a_closed_sender_lets_its_producer_threads_go_and_a_later_send_opens_a_new_one(kafka_bootstrap: str) -> None:
+    topic = f"batch-sender-{uuid.uuid4().hex[:8]}"
+    ensure_changelog(kafka_bootstrap, topic, PARTITIONS)
+    gc.collect()
+    before = _threads()
+    sender = BatchSender(kafka_bootstrap, "test")
+    sender.send([Outgoing(topic, b"k1", b"first")])
+    assert _threads() > before  # the producer's threads
+    sender.close()
+    deadline = time.monotonic() + 30
+    while _threads() > before and time.monotonic() < deadline:  # librdkafka joins its threads on destroy
+        gc.collect()
+        time.sleep(0.1)
+    assert _threads() <= before, "a closed sender kept its producer's threads (a leak per stopped worker)"
+    sender.send([Outgoing(topic, b"k2", b"second")])
+    sender.close()
+    assert sorted(m.value() for m in _everything(kafka_bootstrap, topic, 2)) == [b"first", b"second"]
