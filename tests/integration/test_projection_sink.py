@@ -23,6 +23,7 @@ from consumers.sink import Delivered, MissingProjectionError, ensure_schema, wri
 from streams.embedded import EmbeddedRuntime
 from streams.events import ComparisonMade
 from streams.topics import ALL_TOPICS
+from tests.integration.warehouse_proxy import WarehouseProxy
 
 TABLES = sorted(TABLE_BY_EVENT.values())
 
@@ -134,20 +135,13 @@ class Crash(BaseException):
     """The process dying mid-batch (not an error the sink could handle)."""
 
 
-class CrashingWarehouse:
+class CrashingWarehouse(WarehouseProxy):
     """The real warehouse until the `crash_at`-th insert, which never happens: the process 'dies'."""
 
     def __init__(self, real: ChdbWarehouse, crash_at: int) -> None:
-        self.real = real
+        super().__init__(real)
         self.crash_at = crash_at
         self.inserts = 0
-
-    @property
-    def database(self) -> str:
-        return self.real.database
-
-    def execute(self, sql: str) -> None:
-        self.real.execute(sql)
 
     def insert(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
@@ -156,21 +150,6 @@ class CrashingWarehouse:
         if self.inserts == self.crash_at:
             raise Crash(table)
         self.real.insert(table, columns, rows, dedup_token)
-
-    def query(self, sql: str) -> QueryResult:
-        return self.real.query(sql)
-
-    def read_only_query(self, sql: str) -> QueryResult:
-        return self.real.read_only_query(sql)
-
-    def close(self) -> None:
-        self.real.close()
-
-    def __enter__(self) -> CrashingWarehouse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @pytest.mark.parametrize("crash_at", [3, 7, 10, 13, 20, 31, 45])

@@ -19,33 +19,27 @@ from typing import Any
 
 from agenttwin.settings import load_settings
 from consumers import sink_progress
-from consumers.clickhouse import QueryResult, Warehouse, open_warehouse
+from consumers.clickhouse import Warehouse, open_warehouse
 from consumers.embedded_sink import SINK_GROUP
 from consumers.projections import TABLE_BY_EVENT
 from streams.kafka.naming import Naming
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from tests.integration.kafka.kafka_pipeline_support import merges_off
+from tests.integration.warehouse_proxy import WarehouseProxy
 
 PROJECTIONS = frozenset(TABLE_BY_EVENT.values())
 
 
-class PausingWarehouse:
+class PausingWarehouse(WarehouseProxy):
     """The real warehouse, except that the second projection insert of a batch that follows a finished batch
     never happens (nor returns)."""
 
     def __init__(self, real: Warehouse, state: Path) -> None:
-        self.real = real
+        super().__init__(real)
         self.state = state
         self.finished = 0  # batches whose end is in the warehouse
         self.inserts_in_batch = 0
-
-    @property
-    def database(self) -> str:
-        return self.real.database
-
-    def execute(self, sql: str) -> None:
-        self.real.execute(sql)
 
     def insert(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
@@ -60,21 +54,6 @@ class PausingWarehouse:
                 write(self.state / "paused", "")
                 threading.Event().wait()  # until SIGKILL
         self.real.insert(table, columns, rows, dedup_token)
-
-    def query(self, sql: str) -> QueryResult:
-        return self.real.query(sql)
-
-    def read_only_query(self, sql: str) -> QueryResult:
-        return self.real.read_only_query(sql)
-
-    def close(self) -> None:
-        self.real.close()
-
-    def __enter__(self) -> PausingWarehouse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def write(path: Path, text: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agenttwin.kafka_cli import ALL_KINDS
-from consumers.clickhouse import QueryResult, Warehouse, WarehouseError, qualified
+from consumers.clickhouse import Warehouse, WarehouseError, qualified
 from streams.events import (
     CaseFinished,
     CaseVerdicted,
@@ -48,6 +48,7 @@ from tests.integration.kafka.kafka_pipeline_support import (
 )
 from tests.integration.kafka.worker_processes import WorkerProcess, committed, dump_in_another_process
 from tests.integration.kafka_broker import not_restartable, restart_broker
+from tests.integration.warehouse_proxy import WarehouseProxy
 
 WAIT_S = 60.0
 NOT_GRADER = tuple(k for k in ALL_KINDS if k != "grader")
@@ -336,22 +337,15 @@ def test_undecodable_messages_all_land_in_the_dead_letters(
     assert all(r["error_class"] for r in letters)
 
 
-class FlakyWarehouse:
+class FlakyWarehouse(WarehouseProxy):
     """The real warehouse, except that the first `failures` inserts raise (ClickHouse unavailable)."""
 
     def __init__(self, real: Warehouse, failures: int) -> None:
-        self.real = real
+        super().__init__(real)
         self.failures_left = failures
         self.failed = 0
         self.sink: SinkLoop | None = None
         self.commits_while_failing: list[int] = []
-
-    @property
-    def database(self) -> str:
-        return self.real.database
-
-    def execute(self, sql: str) -> None:
-        self.real.execute(sql)
 
     def insert(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
@@ -363,21 +357,6 @@ class FlakyWarehouse:
             self.commits_while_failing.append(self.sink.commits)
             raise WarehouseError("injected: ClickHouse is unavailable")
         self.real.insert(table, columns, rows, dedup_token)
-
-    def query(self, sql: str) -> QueryResult:
-        return self.real.query(sql)
-
-    def read_only_query(self, sql: str) -> QueryResult:
-        return self.real.read_only_query(sql)
-
-    def close(self) -> None:
-        self.real.close()
-
-    def __enter__(self) -> FlakyWarehouse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @pytest.mark.kafka

@@ -17,7 +17,7 @@ import pytest
 
 from agenttwin.kafka_cli import rebuild_from_kafka, sync_warehouse_from_kafka
 from consumers import sink_progress
-from consumers.clickhouse import ChdbWarehouse, QueryResult, Warehouse, qualified
+from consumers.clickhouse import ChdbWarehouse, Warehouse, qualified
 from consumers.sink import MissingProjectionError, ensure_schema
 from streams.kafka.naming import Naming
 from streams.kafka.runner import WorkerFailedError, WorkerGroup
@@ -32,6 +32,7 @@ from tests.integration.kafka.kafka_pipeline_support import (
     warehouse_for,
 )
 from tests.integration.kafka_broker import REPO_ROOT
+from tests.integration.warehouse_proxy import WarehouseProxy
 
 WAIT_S = 120.0
 
@@ -100,21 +101,14 @@ class Crash(BaseException):
     """The sink dying mid-batch: not a ClickHouse error it would wait out."""
 
 
-class CrashingWarehouse:
+class CrashingWarehouse(WarehouseProxy):
     """The real warehouse until the `crash_at`-th insert of projection rows, which never lands: always
     after a batch's begin and before its finish (the sink's own tables do not count)."""
 
     def __init__(self, real: Warehouse, crash_at: int) -> None:
-        self.real = real
+        super().__init__(real)
         self.crash_at = crash_at
         self.inserts = 0
-
-    @property
-    def database(self) -> str:
-        return self.real.database
-
-    def execute(self, sql: str) -> None:
-        self.real.execute(sql)
 
     def insert(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None
@@ -124,21 +118,6 @@ class CrashingWarehouse:
             if self.inserts == self.crash_at:
                 raise Crash(f"insert {self.inserts} into {table}")
         self.real.insert(table, columns, rows, dedup_token)
-
-    def query(self, sql: str) -> QueryResult:
-        return self.real.query(sql)
-
-    def read_only_query(self, sql: str) -> QueryResult:
-        return self.real.read_only_query(sql)
-
-    def close(self) -> None:
-        self.real.close()
-
-    def __enter__(self) -> CrashingWarehouse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @pytest.mark.kafka
@@ -198,4 +177,3 @@ def test_sql_with_a_new_data_dir_shows_the_whole_history(kafka_bootstrap: str, t
     assert agenttwin("sql", f"SELECT * FROM ({stored}) ORDER BY 1", "--format", "csv", "--data-dir", new) == got
     with pytest.raises(AssertionError, match="read-only"):
         agenttwin("sql", "DROP TABLE comparisons", "--data-dir", new)
-
