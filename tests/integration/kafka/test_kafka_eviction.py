@@ -21,8 +21,9 @@ from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import read_all
 from streams.kafka.runner import WorkerGroup
 from streams.processors._expiry import INDEX_PREFIX
-from streams.processors.outcome_join import CLAIM_ATTRIBUTE, OutcomeJoin
+from streams.processors.outcome_join import OutcomeJoin
 from streams.topics import TOPIC_BY_NAME
+from tests.claim_spans import agent_claim_span
 from tests.integration.kafka.kafka_pipeline_support import new_naming
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -30,26 +31,8 @@ HORIZON = timedelta(minutes=5)
 
 
 def _claim(n: int, at: datetime) -> SpanRecorded:
-    nanos = int(at.timestamp() * 1e9)
     trace = f"{n:032x}"
-    return SpanRecorded(
-        event_id=f"span-{trace}",
-        occurred_at=at,
-        received_at=at,
-        correlation_id=trace,
-        tenant="acme",
-        trace_id=trace,
-        span_id="00000000000000a1",
-        name="invoke_agent support-refund-agent",
-        kind="INTERNAL",
-        start_unix_nano=nanos,
-        end_unix_nano=nanos,
-        status_code="OK",
-        service_name="support-refund-agent",
-        source="otlp",
-        attributes={CLAIM_ATTRIBUTE: "success", "agenttwin.agent.version": "1.3.0"},
-        resource_attributes={},
-    )
+    return agent_claim_span(trace, at, event_id=f"span-{trace}")
 
 
 def _changelog(bootstrap: str, topic: str) -> list[tuple[str, bool]]:

@@ -16,32 +16,15 @@ from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import read_all
 from streams.kafka.runner import WorkerGroup
-from streams.processors.outcome_join import CLAIM_ATTRIBUTE, OutcomeJoin
+from streams.processors.outcome_join import OutcomeJoin
+from tests.claim_spans import agent_claim_span
 from tests.integration.kafka.kafka_pipeline_support import new_naming
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def _claim(trace_id: str, at: datetime) -> SpanRecorded:
-    nanos = int(at.timestamp() * 1e9)
-    return SpanRecorded(
-        event_id=f"span-{trace_id}",
-        occurred_at=at,
-        received_at=at,
-        correlation_id=trace_id,
-        tenant="acme",
-        trace_id=trace_id,
-        span_id="00000000000000a1",
-        name="invoke_agent support-refund-agent",
-        kind="INTERNAL",
-        start_unix_nano=nanos,
-        end_unix_nano=nanos,
-        status_code="OK",
-        service_name="support-refund-agent",
-        source="otlp",
-        attributes={CLAIM_ATTRIBUTE: "success", "agenttwin.agent.version": "1.3.0"},
-        resource_attributes={},
-    )
+    return agent_claim_span(trace_id, at, event_id=f"span-{trace_id}")
 
 
 @pytest.mark.kafka

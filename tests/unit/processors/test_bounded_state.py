@@ -25,7 +25,8 @@ from streams.events import (
 )
 from streams.processors import Grader, Planner, Simulator
 from streams.processors._expiry import INDEX_PREFIX, TimeIndex
-from streams.processors.outcome_join import CLAIM_ATTRIBUTE, OutcomeJoin
+from streams.processors.outcome_join import OutcomeJoin
+from tests.claim_spans import agent_claim_span
 
 VERSION = "1.1.0"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -37,26 +38,7 @@ def _trace(n: int) -> str:
 
 
 def _claim(n: int, at: datetime, status: str = "success", tenant: str = "acme") -> SpanRecorded:
-    nanos = int(at.timestamp() * 1e9)
-    trace = _trace(n)
-    return SpanRecorded(
-        event_id=f"claim-{tenant}-{n}",
-        occurred_at=at,
-        received_at=at,
-        correlation_id=trace,
-        tenant=tenant,
-        trace_id=trace,
-        span_id="00000000000000a1",
-        name="invoke_agent support-refund-agent",
-        kind="INTERNAL",
-        start_unix_nano=nanos,
-        end_unix_nano=nanos,
-        status_code="OK",
-        service_name="support-refund-agent",
-        source="otlp",
-        attributes={CLAIM_ATTRIBUTE: status, "agenttwin.agent.version": "1.3.0"},
-        resource_attributes={},
-    )
+    return agent_claim_span(_trace(n), at, event_id=f"claim-{tenant}-{n}", status=status, tenant=tenant)
 
 
 def _verified(n: int, at: datetime, status: str = "FAILURE", version: str = "system-of-record") -> OutcomeVerified:
