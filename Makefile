@@ -2,22 +2,29 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The demo needs the package alone; the tests add the development tools and the framework adapters.
+RUN_STAMP := $(VENV)/.installed
 STAMP := $(VENV)/.installed-dev
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 
 .PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(PIP) -e '.[dev]'
+	touch $(RUN_STAMP) $(STAMP)
 
 install: $(STAMP)
 
-## The README's first command: install, then run the field notes' story on the embedded runtime.
-demo: install
+## The README's first command: install the package (not the development tools), then run the field notes'
+## story on the embedded runtime.
+demo: $(RUN_STAMP)
 	$(BIN)/agenttwin demo
 
 ## The README's second command: install, then lint, type-check and run every test tier.
