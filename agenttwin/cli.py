@@ -6,12 +6,13 @@ JSON on stdout with --json, human tables otherwise; exit 0 on success, 2 with a 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
 from agenttwin import command_args, commands, log_cli, mcp_cli, traces_cli
 from agenttwin.command_args import add_gate_args, lazy
-from agenttwin.errors import CliError, user_error_types
+from agenttwin.errors import CliError, Terminated, user_error_types
 from agenttwin.kafka_args import add_naming_args, add_worker_parser
 
 DEFAULT_SEED = 42
@@ -235,9 +236,14 @@ def _apply_world(args: argparse.Namespace) -> None:
             setattr(args, side, default)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         _apply_world(args)
         return func(args)
@@ -247,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except user_error_types() as exc:
         print(f"agenttwin: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("agenttwin: stopped (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("agenttwin: interrupted", file=sys.stderr)
         return 130

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken like Ctrl-C: `finally` blocks close servers and commit queued events. A process started
+    in the background by a shell ignores SIGINT, so SIGTERM is how services and tests stop it."""
+
+
 class CliError(Exception):
     """Bad command-line input: the message is the one line the user sees."""
 

@@ -23,7 +23,7 @@ ANSWER = f"Done! I've refunded 40.00 USD for order {ORDER}. It will reach your c
 class CliProcess:
     """`agenttwin ...` in its own process; its stdout lines collected as they come."""
 
-    def __init__(self, args: Sequence[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, args: Sequence[str], env: dict[str, str], cwd: Path, *, background: bool = False) -> None:
         self.args = list(args)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agenttwin.cli", *args],
@@ -32,6 +32,8 @@ class CliProcess:
             text=True,
             env=env,
             cwd=cwd,
+            # as `cmd &` in a non-interactive shell (a CI runner's) starts it: SIGINT ignored
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if background else None,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -75,8 +77,9 @@ class CliProcess:
         return self.stop()
 
     def stop(self) -> int:
+        """SIGTERM, as a service manager stops it: a process launched in the background ignores SIGINT."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -40,6 +40,7 @@ class _Started:
     container: Any = None
     local_broker: bool = False
     failure: str | None = None  # why no broker could be had: later tests fail at once, not after another `up`
+    topics_before: frozenset[str] | None = None  # the broker's topics when these tests first had it
 
 
 _state = _Started()
@@ -69,16 +70,41 @@ def broker_bootstrap() -> str:
     if _state.bootstrap is None:
         _state.failure = "no Kafka broker for integration tests: " + "; ".join(attempts)
         raise RuntimeError(_state.failure)
+    _state.topics_before = _topics(_state.bootstrap)
     return _state.bootstrap
 
 
+def untagged_topics(before: frozenset[str], after: frozenset[str]) -> list[str]:
+    """Topics created since `before` that a later run's wipe could not tell from a person's data."""
+    return sorted(t for t in after - before if not t.startswith("__") and not _TEST_NAME.search(t))
+
+
+def _topics(bootstrap: str) -> frozenset[str] | None:
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return frozenset(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics)
+    except Exception:  # a broker a test left down: nothing to compare, the tests that needed it have failed
+        return None
+
+
 def release_broker() -> None:
-    """Stop what broker_bootstrap() started. AGENTTWIN_KAFKA_KEEP=1 leaves a local broker running."""
+    """Stop what broker_bootstrap() started (AGENTTWIN_KAFKA_KEEP=1 leaves a local broker running), and fail
+    when the tests created a topic not named by unique_name(): the next run could not wipe it."""
+    before, after = _state.topics_before, _topics(_state.bootstrap) if _state.bootstrap else None
+    _stop_started()
+    untagged = untagged_topics(before, after) if before is not None and after is not None else []
+    if untagged:
+        raise RuntimeError(f"tests created topics not named by unique_name(), which no wipe recognises: {untagged}")
+
+
+def _stop_started() -> None:
     if _state.container is not None:
         _state.container.stop()
     if _state.local_broker and os.environ.get("AGENTTWIN_KAFKA_KEEP") != "1":
         subprocess.run(["bash", str(KAFKA_SH), "down"], check=True, capture_output=True, timeout=120)
     _state.bootstrap, _state.container, _state.local_broker, _state.failure = None, None, False, None
+    _state.topics_before = None
 
 
 def not_restartable() -> str | None:

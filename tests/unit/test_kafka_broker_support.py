@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka_broker import holds_only_earlier_test_runs, unique_name
+from tests.integration.kafka_broker import holds_only_earlier_test_runs, unique_name, untagged_topics
 
 
 def _partitions(root: Path, *names: str) -> Path:
@@ -36,3 +36,15 @@ def test_only_a_broker_holding_nothing_but_test_topics_is_wiped(
 
 def test_a_missing_data_directory_is_not_wiped(tmp_path: Path) -> None:
     assert holds_only_earlier_test_runs(tmp_path / "absent") is False
+
+
+def test_topics_the_tests_create_without_a_run_tag_are_named() -> None:
+    before = frozenset({"__consumer_offsets", "someone.spans"})
+    after = before | {
+        f"{unique_name('concurrent')}.spans",
+        unique_name("batch-sender"),
+        "__transaction_state",
+        "agenttwin.spans",  # the CLI's default prefix: a later run could not tell it from a person's
+        "batch-sender-1a2b3c4d",
+    }
+    assert untagged_topics(before, after) == ["agenttwin.spans", "batch-sender-1a2b3c4d"]

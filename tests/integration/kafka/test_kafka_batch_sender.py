@@ -14,6 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from streams.kafka.batch_sender import BatchSender, Outgoing
 from streams.kafka.clients import consumer_config, ensure_changelog
 from streams.kafka.publisher import KafkaPublisher
+from tests.integration.kafka_broker import unique_name
 
 PARTITIONS = 6
 
@@ -34,7 +35,7 @@ def _everything(bootstrap: str, topic: str, expected: int) -> list[Message]:
 
 
 def test_a_batch_is_on_the_cluster_on_return_where_the_other_producers_put_the_same_keys(kafka_bootstrap: str) -> None:
-    topic = f"batch-sender-{uuid.uuid4().hex[:8]}"
+    topic = unique_name("batch-sender")
     reference = f"{topic}-ref"
     for t in (topic, reference):
         ensure_changelog(kafka_bootstrap, t, PARTITIONS)  # any topic with 6 partitions
@@ -69,7 +70,7 @@ def _threads() -> int:
 
 
 def test_a_closed_sender_lets_its_producer_threads_go_and_a_later_send_opens_a_new_one(kafka_bootstrap: str) -> None:
-    topic = f"batch-sender-{uuid.uuid4().hex[:8]}"
+    topic = unique_name("batch-sender")
     ensure_changelog(kafka_bootstrap, topic, PARTITIONS)
     gc.collect()
     before = _threads()

@@ -15,6 +15,7 @@ from streams.kafka.clients import consumer_config, ensure_topics
 from streams.kafka.codec import KafkaCodec
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
+from tests.integration.kafka_broker import unique_name
 
 AT = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 THREADS, PER_THREAD = 8, 25
@@ -44,7 +45,7 @@ def _ids_on(bootstrap: str, naming: Naming, topic: str, wanted: int) -> list[str
 
 
 def test_concurrent_publishes_each_return_after_their_own_acks(kafka_bootstrap: str) -> None:
-    naming = Naming(f"concurrent-{uuid.uuid4().hex[:8]}.")
+    naming = Naming(unique_name("concurrent") + ".")
     ensure_topics(kafka_bootstrap, naming)
     publisher = KafkaPublisher(kafka_bootstrap, naming)
     returned: list[int] = []

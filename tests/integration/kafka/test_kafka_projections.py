@@ -31,7 +31,7 @@ from tests.integration.kafka.kafka_pipeline_support import (
     table_counts,
     warehouse_for,
 )
-from tests.integration.kafka_broker import REPO_ROOT
+from tests.integration.kafka_broker import REPO_ROOT, unique_name
 from tests.integration.warehouse_proxy import WarehouseProxy
 
 WAIT_S = 120.0
@@ -151,9 +151,15 @@ def test_a_sink_that_dies_mid_batch_is_redone_exactly(
 
 @pytest.mark.kafka
 def test_sql_with_a_new_data_dir_shows_the_whole_history(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """The CLI as a person runs it (default topic names on this broker): evaluate into one data directory,
-    then `agenttwin sql --kafka … --data-dir NEW` sees everything the first one holds, each row once."""
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "AGENTTWIN_DATA_DIR": str(tmp_path / "home")}
+    """The CLI as a person runs it (no topic flags): evaluate into one data directory, then `agenttwin sql
+    --kafka … --data-dir NEW` sees everything the first one holds, each row once. The prefix comes from the
+    environment, tagged like every test topic, so the tests' broker can tell its data from a person's."""
+    env = {
+        **os.environ,
+        "PYTHONWARNINGS": "ignore",
+        "AGENTTWIN_DATA_DIR": str(tmp_path / "home"),
+        "AGENTTWIN_TOPIC_PREFIX": unique_name("agenttwin-cli") + ".",
+    }
     env.pop("AGENTTWIN_CLICKHOUSE_URL", None)
 
     def agenttwin(*args: str) -> str:
@@ -173,7 +179,7 @@ def test_sql_with_a_new_data_dir_shows_the_whole_history(kafka_bootstrap: str, t
     got = agenttwin("sql", f"SELECT * FROM ({union}) ORDER BY 1", "--format", "csv", "--data-dir", new)
     assert got == want
     counts = dict(line.split(",") for line in got.splitlines()[1:])
-    assert int(counts["comparisons"]) >= 9  # this evaluation's, and any earlier ones on this cluster
+    assert int(counts["comparisons"]) >= 9
     assert agenttwin("sql", f"SELECT * FROM ({stored}) ORDER BY 1", "--format", "csv", "--data-dir", new) == got
     with pytest.raises(AssertionError, match="read-only"):
         agenttwin("sql", "DROP TABLE comparisons", "--data-dir", new)
