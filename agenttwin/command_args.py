@@ -53,7 +53,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], data_dir_
     kafka_arg(g)
     g.set_defaults(func=lazy("agenttwin.report_commands", "gate"))
 
-    r = sub.add_parser("report", help="write JUnit XML, Markdown or HTML reports of a stored evaluation")
+    r = sub.add_parser(
+        "report",
+        help="write JUnit XML, Markdown or HTML reports of a stored evaluation",
+        description="With no format flag, writes the HTML report to ./agenttwin-report-EVALUATION_ID.html.",
+    )
     r.add_argument("evaluation_id", metavar="EVALUATION_ID")
     add_report_args(r)
     r.add_argument("--evaluator-version", default=None)

@@ -8,6 +8,7 @@ the same evaluation gives the same gate and the same reports from `evaluate` and
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -110,9 +111,14 @@ def gate(args: argparse.Namespace) -> int:
     return decision.exit_status(args.warn_exit)
 
 
+def default_report_path(evaluation_id: str) -> str:
+    """Where `agenttwin report ID` with no format flag writes its HTML report: the current directory."""
+    return str(Path.cwd() / ("agenttwin-report-" + re.sub(r"[^A-Za-z0-9._-]", "_", evaluation_id) + ".html"))
+
+
 def report(args: argparse.Namespace) -> int:
     if not any(getattr(args, f) for f in REPORT_FORMATS):
-        raise CliError("say which report to write: --html FILE, --markdown FILE and/or --junit FILE")
+        args.html = default_report_path(args.evaluation_id)
     version = _version(args)
     with open_store(args) as store:
         try:
@@ -120,7 +126,8 @@ def report(args: argparse.Namespace) -> int:
         except NotStoredError as exc:
             raise CliError(str(exc)) from None
         decision = _shown_decision(store.warehouse, stored)
-    write_reports(args, [(stored, decision)])
+    for path in write_reports(args, [(stored, decision)]):
+        out(f"Report written: {path}")
     return 0
 
 

@@ -101,7 +101,7 @@ def test_html_is_one_self_contained_file(demo_eval: tuple[Path, str]) -> None:
 
 
 def test_report_command_rebuilds_the_same_bytes_from_the_stored_evaluation(
-    capsys: pytest.CaptureFixture[str], demo_eval: tuple[Path, str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], demo_eval: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data_dir, evaluation_id = demo_eval
     args = ["report", evaluation_id, "--data-dir", str(data_dir)]
@@ -111,8 +111,11 @@ def test_report_command_rebuilds_the_same_bytes_from_the_stored_evaluation(
     assert (tmp_path / "a.html").read_bytes() == (data_dir / "out" / "r.html").read_bytes()
     code, out, _ = run(capsys, *args, "--markdown", "-")
     assert code == 0 and out == (data_dir / "out" / "r.md").read_text()
-    code, _, err = run(capsys, *args)
-    assert code == 2 and "--html FILE" in err
+    monkeypatch.chdir(tmp_path)  # no format flag: the HTML report, in the current directory, its path printed
+    code, out, _ = run(capsys, *args)
+    default = tmp_path / f"agenttwin-report-{evaluation_id}.html"
+    assert code == 0 and out == f"Report written: {default}\n"
+    assert default.read_bytes() == (data_dir / "out" / "r.html").read_bytes()
     code, _, err = run(capsys, "report", "ev-missing", "--html", str(tmp_path / "x.html"), "--data-dir", str(data_dir))
     assert code == 2 and "no stored comparison" in err and not (tmp_path / "x.html").exists()
     code, _, err = run(
