@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed
 STAMP := $(VENV)/.installed-dev
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka clean
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka docs docs-serve clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,13 @@ bench-kafka: install kafka-up
 .PHONY: bench-soak
 bench-soak: install
 	$(BIN)/python benchmarks/bench_soak.py $(SOAK_ARGS)
+
+## The documentation site: build it (as the tests do, --strict) or serve it with live reload on 127.0.0.1:8000.
+docs: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs serve
 
 kafka-up:
 	bash infra/kafka/kafka.sh up
