@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from agenttwin.cells import json_value, text_cell
+from agenttwin.command_context import data_dir_of as _data_dir_of
+from agenttwin.command_context import evaluator_version as _version
+from agenttwin.command_context import kafka_of as _kafka
+from agenttwin.command_context import kafka_warehouse_of as _kafka_warehouse
+from agenttwin.command_context import open_embedded_of as _open
 from agenttwin.errors import CliError
 from agenttwin.pipeline import (
-    Embedded,
     evaluation_request,
     judge_refiner,
-    open_embedded,
     report_for,
     run_pipeline,
 )
@@ -37,7 +40,7 @@ from consumers.clickhouse import qualified
 from consumers.clickhouse import sql_literal as lit
 from evaluation.pairing import MAX_TRIALS
 from evaluation.redaction import SecretMask
-from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
+from evaluation.versions import DEFAULT_EVALUATOR_SET
 from streams.events import PairPlanned
 from streams.topics import TOPIC_BY_NAME
 
@@ -47,26 +50,6 @@ DEMO_SEED = 42
 MAX_CONCURRENCY = 64
 
 
-def _open(args: argparse.Namespace) -> tuple[Settings, Embedded]:
-    settings = load_settings()
-    data_dir = Path(args.data_dir).expanduser() if getattr(args, "data_dir", None) else None
-    return settings, open_embedded(settings, data_dir)
-
-
-def _kafka(args: argparse.Namespace, settings: Settings) -> str | None:
-    """The Kafka bootstrap when the command should run on Kafka: --kafka, else KAFKA_BOOTSTRAP_SERVERS."""
-    value = (getattr(args, "kafka", None) or settings.kafka_bootstrap_servers or "").strip()
-    return value or None
-
-
-def _kafka_warehouse(args: argparse.Namespace, settings: Settings) -> Any:
-    from consumers.clickhouse import open_warehouse
-
-    root = Path(args.data_dir).expanduser() if getattr(args, "data_dir", None) else settings.resolved_data_dir
-    root.mkdir(parents=True, exist_ok=True)
-    return open_warehouse(settings.clickhouse_url, root)
-
-
 def _progress(label: str, total: int) -> tuple[Progress, Any]:
     bar = Progress(total, label)
 
@@ -74,15 +57,6 @@ def _progress(label: str, total: int) -> tuple[Progress, Any]:
         bar.advance(n, stage)
 
     return bar, step
-
-
-def _version(value: str | None) -> str:
-    version = value or DEFAULT_EVALUATOR_SET
-    try:
-        evaluator_set(version)
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    return version
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -413,11 +387,6 @@ def rebuild(args: argparse.Namespace) -> int:
     out(f"Rebuilt the projections from offset 0 of the topics ({where}): {rows} rows projected.")
     out(table(["table", "rows"], [[t, counts[t]] for t in sorted(TABLE_BY_EVENT.values())]))
     return 0
-
-
-def _data_dir_of(args: argparse.Namespace, settings: Settings) -> Path:
-    given = getattr(args, "data_dir", None)
-    return Path(given).expanduser() if given else settings.resolved_data_dir
 
 
 def _embedded_query(args: argparse.Namespace, settings: Settings) -> Any:

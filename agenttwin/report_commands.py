@@ -45,20 +45,20 @@ class Store:
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[Store]:
     """The projections (synced first) and a way to publish events into them, on either runtime."""
-    from agenttwin.pipeline_commands import _kafka, _kafka_warehouse, _open
+    from agenttwin.command_context import kafka_of, kafka_warehouse_of, open_embedded_of
     from agenttwin.settings import load_settings
 
     settings = load_settings()
-    bootstrap = _kafka(args, settings)
+    bootstrap = kafka_of(args, settings)
     if bootstrap:
         from agenttwin.kafka_cli import naming_for, sync_warehouse_from_kafka
 
         naming = naming_for(args, settings)
-        with _kafka_warehouse(args, settings) as wh:
+        with kafka_warehouse_of(args, settings) as wh:
             sync_warehouse_from_kafka(bootstrap, wh, naming=naming)
             yield kafka_store(bootstrap, wh, naming)
         return
-    _, emb = _open(args)
+    _, emb = open_embedded_of(args)
     with emb:
         from consumers.embedded_sink import sync
 
@@ -90,9 +90,9 @@ def embedded_store(emb: Any) -> Store:
 
 
 def _version(args: argparse.Namespace) -> str:
-    from agenttwin.pipeline_commands import _version as check_version
+    from agenttwin.command_context import evaluator_version
 
-    return check_version(getattr(args, "evaluator_version", None))
+    return evaluator_version(getattr(args, "evaluator_version", None))
 
 
 # --- commands ---------------------------------------------------------------------------------------------

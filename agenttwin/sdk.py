@@ -13,7 +13,7 @@ on, and report what the system of record verified (EVIDENCE), by trace id or by 
     reporter = sdk.http_reporter()  # POST /v1/outcomes; the tenant is the API key's
     reporter.report_outcome(None, "FAILURE", True, "external_callback", {"refund_count": 2}, subject="order:ORD-1001")
 
-Framework adapters (optional extras): agenttwin.adapters.langgraph, .openai_agents, .anthropic.
+Framework adapters (optional extras): agenttwin.integrations.langgraph, .openai_agents, .anthropic.
 The implementation lives in producers.sdk, which stays importable under that name.
 """
 

@@ -12,11 +12,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agenttwin.command_context import data_dir_of, kafka_of
 from agenttwin.errors import CliError
 from agenttwin.render import out
 
 if TYPE_CHECKING:
-    from agenttwin.settings import Settings
+    pass
 
 DEFAULT_JOIN_EVERY_S = 1.0
 TICK_EVERY_S = 1.0  # the joins' horizon timers, however short --join-every is
@@ -97,13 +98,6 @@ def add_alerts_parser(sub: Any) -> None:
     hook.set_defaults(func=alerts_webhook)
 
 
-def _data_dir(args: argparse.Namespace, settings: Settings) -> Path:
-    given = getattr(args, "data_dir", None)
-    return Path(given).expanduser() if given else settings.resolved_data_dir
-
-
-def _bootstrap(args: argparse.Namespace, settings: Settings) -> str | None:
-    return getattr(args, "kafka", None) or settings.kafka_bootstrap_servers
 
 
 def ingest(args: argparse.Namespace) -> int:
@@ -126,7 +120,7 @@ def ingest(args: argparse.Namespace) -> int:
     if not len(keys):
         raise CliError("no API keys: pass --api-keys FILE or set AGENTTWIN_INGEST_API_KEYS (KEY=TENANT,...)")
     max_body = args.max_body_bytes or ingest_settings.max_body_bytes
-    bootstrap = _bootstrap(args, settings)
+    bootstrap = kafka_of(args, settings)
     try:
         classifier = claim_classifier()
     except ValueError as exc:
@@ -147,7 +141,7 @@ def ingest(args: argparse.Namespace) -> int:
     else:
         from streams.embedded import EmbeddedRuntime
 
-        data_dir = _data_dir(args, settings)
+        data_dir = data_dir_of(args, settings)
         data_dir.mkdir(parents=True, exist_ok=True)
         runtime = EmbeddedRuntime(data_dir)
         closers.append(runtime)
@@ -189,7 +183,7 @@ def alerts_tail(args: argparse.Namespace) -> int:
     from consumers.alerts import tail_embedded, tail_kafka
 
     settings = load_settings()
-    bootstrap = _bootstrap(args, settings)
+    bootstrap = kafka_of(args, settings)
 
     def emit(line: str) -> None:
         out(line)
@@ -209,7 +203,7 @@ def alerts_tail(args: argparse.Namespace) -> int:
         )
         return 0
     tail_embedded(
-        _data_dir(args, settings),
+        data_dir_of(args, settings),
         emit,
         as_json=args.json,
         from_beginning=not args.new,
@@ -241,7 +235,7 @@ def alerts_webhook(args: argparse.Namespace) -> int:
     from streams._log_support import LogLockedError
 
     settings = load_settings()
-    bootstrap = _bootstrap(args, settings)
+    bootstrap = kafka_of(args, settings)
     sender = WebhookSender(
         args.url,
         attempts=args.attempts,
@@ -264,7 +258,7 @@ def alerts_webhook(args: argparse.Namespace) -> int:
         else:
             from streams.embedded import EmbeddedRuntime
 
-            data_dir = _data_dir(args, settings)
+            data_dir = data_dir_of(args, settings)
             try:
                 runtime = EmbeddedRuntime(data_dir)
             except LogLockedError:  # another process writes: deliver beside it (streams/log_reader.py)

@@ -15,7 +15,7 @@ from typing import Any
 from evaluation.case import AgentFinding, CaseRun, TurnRecord
 from producers.agents.claims import read_result
 from producers.agents.contract import Agent, AgentRequest, AgentResult, AgentRunError, ToolSpec
-from producers.agents.registry import resolve_agent
+from producers.agents.registry import close_agent, resolve_agent
 from producers.agents.user_sim import user_for
 from producers.conversation_run import run_conversation
 from producers.tool_client import InProcessToolClient
@@ -155,13 +155,6 @@ def agent_label(agent: Agent, spec: str) -> str:
     never its URL), else the spec itself (`demo:1.3.0`)."""
     label = getattr(agent, "label", None)
     return label if isinstance(label, str) and label else spec
-
-
-def close_agent(agent: Agent) -> None:
-    """Release what an agent holds (an HTTP agent's twin endpoint); most agents hold nothing."""
-    close = getattr(agent, "close", None)
-    if callable(close):
-        close()
 
 
 def _one_line(exc: BaseException) -> str:

@@ -36,6 +36,13 @@ _USAGE = (
 )
 
 
+def close_agent(agent: Agent) -> None:
+    """Release what an agent holds (an HTTP agent's twin endpoint); most agents hold nothing."""
+    close = getattr(agent, "close", None)
+    if callable(close):
+        close()
+
+
 def resolve_agent(spec: str) -> Agent:
     kind, sep, rest = spec.partition(":")
     kind = kind.strip().lower()
@@ -72,7 +79,6 @@ def check_agent_spec(spec: str, role: str | None = None) -> str | None:
     With `role` ("baseline", "candidate", "agent"), an HTTP agent is also probed (producers/agents/preflight.py):
     a URL that leads to no agent raises AgentMisconfiguredError; the probe's note, if any, is returned."""
     from producers.agents.http_agent import HttpAgent
-    from producers.simulator import close_agent
 
     agent = resolve_agent(spec)
     try:

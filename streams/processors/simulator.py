@@ -15,9 +15,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from evaluation.case import CaseRun
 from producers.agents.contract import Agent
-from producers.agents.registry import resolve_agent
+from producers.agents.registry import close_agent, resolve_agent
 from producers.case_spans import case_spans
-from producers.simulator import close_agent, simulate_case
+from producers.simulator import simulate_case
 from streams.convert import case_events
 from streams.events import CasePlanned, Event
 from streams.processors.base import Processor, Store

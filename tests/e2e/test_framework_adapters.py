@@ -2,7 +2,7 @@
 
 Demo Co's support agent, 1.2.4-like and 1.3.0-like, built on LangGraph, the OpenAI Agents SDK and the
 Anthropic SDK (a scripted model each: tests/e2e/framework_demo_agents.py), served by
-`agenttwin.eval_adapters.<framework>.server` and evaluated by `agenttwin evaluate` over HTTP, gets the
+`agenttwin.integrations.<framework>.server` and evaluated by `agenttwin evaluate` over HTTP, gets the
 demo's classifications and the timeout case's first divergence; cases name the agent by the name the
 adapter gives, and the claims are the ones read from the final answers, marked as inferred.
 """
@@ -46,16 +46,16 @@ def messages_api() -> Iterator[demo.FakeMessagesApi]:
 def servers(framework: str, api: demo.FakeMessagesApi) -> dict[str, Any]:
     """The adapter's server of each version (not started)."""
     if framework == "langgraph":
-        from agenttwin.eval_adapters import langgraph
+        from agenttwin.integrations import langgraph
 
         return {v: langgraph.server(demo.langgraph_agent(v), name="support-bot", version=v) for v in ("1.2.4", "1.3.0")}
     if framework == "openai-agents":
-        from agenttwin.eval_adapters import openai_agents
+        from agenttwin.integrations import openai_agents
 
         return {
             v: openai_agents.server(demo.openai_agent(v), name="support-bot", version=v) for v in ("1.2.4", "1.3.0")
         }
-    from agenttwin.eval_adapters import anthropic
+    from agenttwin.integrations import anthropic
 
     return {
         v: anthropic.server(demo.anthropic_agent(v, api.url), name="support-bot", version=v) for v in ("1.2.4", "1.3.0")
@@ -120,5 +120,5 @@ def test_the_readme_examples_are_ten_lines_or_fewer_and_use_the_adapters() -> No
         code = "\n".join(lines)
         compile(code, f"README:{extra}", "exec")
         module = {"langgraph": "langgraph", "openai-agents": "openai_agents", "anthropic": "anthropic"}[extra]
-        assert f"from agenttwin.eval_adapters.{module} import serve" in code
+        assert f"from agenttwin.integrations.{module} import serve" in code
         assert "serve(" in lines[-1]

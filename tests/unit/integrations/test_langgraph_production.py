@@ -12,12 +12,12 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from agenttwin.adapters.langgraph import final_answer, langgraph_run
+from agenttwin.integrations.langgraph import final_answer, langgraph_run
 from producers.sdk import current_trace_id
 from producers.sdk.outcome import subject_outcome_event
 from streams.events import ContradictionDetected, Event, OutcomeVerified
 from streams.processors import OutcomeJoin, SubjectJoin
-from tests.unit.adapters.conftest import AT, Captured, react_graph
+from tests.unit.integrations.conftest import AT, Captured, react_graph
 
 ANSWER = "Done! I've refunded 40.00 USD for order ORD-1001."
 

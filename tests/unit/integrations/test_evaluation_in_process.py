@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from agenttwin.demo import TWIN_FILE
-from agenttwin.eval_adapters.core import AgentServer, Case, Outcome
+from agenttwin.integrations._evaluation import AgentServer, Case, Outcome
 from producers.simulator import simulate_case
 from twin_engine.documents import load_suite, load_twin
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from producers.agents.contract import (
@@ -106,6 +106,7 @@ class Outcome:
 
 
 Runner = Callable[[Case], Outcome]
+B = TypeVar("B")  # what a framework's user hands over: a graph builder, an agent builder, a tool loop
 
 
 def case_from_request(body: Mapping[str, JSON], *, tool_timeout_s: float) -> tuple[Case, HttpToolClient | None]:
@@ -277,6 +278,29 @@ class _Handler(JsonHandler):
             return
         status, reply = self.server.app.answer(body)
         self.send_json(status, reply)
+
+
+class Faces(Generic[B]):
+    """The three ways to hand a framework's agent to an evaluation, one definition for every framework:
+    `server(...)` (start it, or use it as a context manager), `serve(...)` until Ctrl-C, `agent(...)` in process
+    for a `python:module:attr` spec. `runner` turns the user's builder into a per-case run."""
+
+    def __init__(self, runner: Callable[[B], Runner]) -> None:
+        self._runner = runner
+
+    def server(
+        self, build: B, *, name: str, version: str, host: str = "127.0.0.1", port: int = 0, **options: Any
+    ) -> AgentServer:
+        return AgentServer(self._runner(build), name=name, version=version, host=host, port=port, **options)
+
+    def serve(
+        self, build: B, *, name: str, version: str, host: str = "127.0.0.1", port: int = 8090, **options: Any
+    ) -> None:
+        """Serve until Ctrl-C or SIGTERM: `agenttwin evaluate --candidate http://host:port`."""
+        serve_runner(self._runner(build), name=name, version=version, host=host, port=port, **options)
+
+    def agent(self, build: B, *, name: str, version: str) -> EvaluatedAgent:
+        return EvaluatedAgent(self._runner(build), name=name, version=version)
 
 
 def serve_runner(runner: Runner, *, name: str, version: str, host: str, port: int, **options: Any) -> None:

@@ -13,9 +13,9 @@ from agents import Agent, ModelResponse, Runner, Usage, function_tool, set_trace
 from agents.models.interface import Model
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from agenttwin.adapters.openai_agents import AgentTwinTracingProcessor, openai_agents_run, tool_output
+from agenttwin.integrations.openai_agents import AgentTwinTracingProcessor, openai_agents_run, tool_output
 from producers.sdk import current_trace_id
-from tests.unit.adapters.conftest import Captured
+from tests.unit.integrations.conftest import Captured
 
 SEEN: dict[str, str | None] = {}
 

@@ -1,6 +1,6 @@
 """LangGraph (and LangChain) agents for evaluation: `pip install 'agenttwin[langgraph]'`.
 
-    from agenttwin.eval_adapters.langgraph import serve
+    from agenttwin.integrations.langgraph import serve
 
     def build(tools):                       # LangChain tools bound to this case's twin
         return my_graph(model, tools)       # the agent you already have, compiled, taking {"messages": [...]}
@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphRecursionError
 
-from agenttwin.eval_adapters.core import AgentServer, Case, EvaluatedAgent, Outcome, last_text, serve_runner
+from agenttwin.integrations._evaluation import Case, Faces, Outcome, last_text
 
 Build = Callable[[list[BaseTool]], Any]  # -> a compiled graph (any Runnable taking {"messages": [...]})
 DEFAULT_RECURSION_LIMIT = 50
@@ -54,18 +54,5 @@ def runner(build: Build, *, recursion_limit: int = DEFAULT_RECURSION_LIMIT) -> C
     return run
 
 
-def server(
-    build: Build, *, name: str, version: str, host: str = "127.0.0.1", port: int = 0, **options: Any
-) -> AgentServer:
-    """The agent contract's server for `build` (start it, or use it as a context manager)."""
-    return AgentServer(runner(build), name=name, version=version, host=host, port=port, **options)
-
-
-def serve(build: Build, *, name: str, version: str, host: str = "127.0.0.1", port: int = 8090, **options: Any) -> None:
-    """Serve `build` for evaluation until Ctrl-C: `agenttwin evaluate --candidate http://host:port`."""
-    serve_runner(runner(build), name=name, version=version, host=host, port=port, **options)
-
-
-def agent(build: Build, *, name: str, version: str) -> EvaluatedAgent:
-    """The same agent in process, for a `python:module:attr` spec."""
-    return EvaluatedAgent(runner(build), name=name, version=version)
+_faces = Faces(runner)
+server, serve, agent = _faces.server, _faces.serve, _faces.agent

@@ -2,10 +2,10 @@
 spans with a claim.
 
 `pip install 'agenttwin[anthropic]'`. The loop stays yours; the run records each model turn and runs each
-tool through `call_tool`, which returns the `tool_result` block to send back (agenttwin/adapters/_run.py
+tool through `call_tool`, which returns the `tool_result` block to send back (agenttwin/integrations/_production.py
 says what is recorded):
 
-    from agenttwin.adapters.anthropic import anthropic_run
+    from agenttwin.integrations.anthropic import anthropic_run
 
     with anthropic_run("support-refund-agent", "1.3.0") as run:
         messages = [{"role": "user", "content": text}]
@@ -30,7 +30,7 @@ from typing import Any
 
 from anthropic.types import Message, ToolUseBlock
 
-from agenttwin.adapters._run import ProductionRun
+from agenttwin.integrations._production import ProductionRun
 
 __all__ = ["AnthropicRun", "anthropic_run"]
 

@@ -1,11 +1,11 @@
 """OpenAI Agents SDK agents in production: tool calls and the final answer as AgentTwin spans with a claim.
 
 `pip install 'agenttwin[openai-agents]'`. The Agents SDK reports every function-tool call to its trace
-processors; AgentTwin's processor feeds them to the run open in the current context (agenttwin/adapters/
+processors; AgentTwin's processor feeds them to the run open in the current context (agenttwin/integrations/
 _run.py says what is recorded), and `finish(result)` takes the run's final output:
 
     from agents import Runner
-    from agenttwin.adapters.openai_agents import instrument, openai_agents_run
+    from agenttwin.integrations.openai_agents import instrument, openai_agents_run
 
     instrument()  # once: adds AgentTwin's trace processor beside the SDK's own
     with openai_agents_run("support-refund-agent", "1.3.0") as run:
@@ -29,7 +29,7 @@ from agents import add_trace_processor
 from agents.tracing import Span, Trace, TracingProcessor
 from agents.tracing.span_data import FunctionSpanData
 
-from agenttwin.adapters._run import ProductionRun
+from agenttwin.integrations._production import ProductionRun
 from streams.span_reading import MAX_JSON_CHARS, parse_json
 
 __all__ = ["AgentTwinTracingProcessor", "OpenAIAgentsRun", "instrument", "openai_agents_run", "tool_output"]

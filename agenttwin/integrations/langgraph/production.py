@@ -2,10 +2,10 @@
 
 `pip install 'agenttwin[langgraph]'`. A LangChain callback handler sees every tool call (start, end or
 error, on whatever thread the graph runs it) and the graph's final state; `langgraph_run` wraps one
-invocation in an AgentTwin run (agenttwin/adapters/_run.py says what is recorded):
+invocation in an AgentTwin run (agenttwin/integrations/_production.py says what is recorded):
 
     from agenttwin import sdk
-    from agenttwin.adapters.langgraph import langgraph_run
+    from agenttwin.integrations.langgraph import langgraph_run
 
     sdk.configure(tracer_provider=sdk.tracer_provider(service_name="refund-agent"))
     with langgraph_run("support-refund-agent", "1.3.0", risks={"refund_payment": "WRITE_IRREVERSIBLE"}) as run:
@@ -27,7 +27,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from agenttwin.adapters._run import ProductionRun
+from agenttwin.integrations._production import ProductionRun
 from streams.span_reading import parse_json
 
 __all__ = ["AgentTwinCallbackHandler", "LangGraphRun", "final_answer", "langgraph_run"]

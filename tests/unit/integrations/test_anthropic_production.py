@@ -10,8 +10,8 @@ from typing import Any
 import anthropic
 import httpx
 
-from agenttwin.adapters.anthropic import anthropic_run
-from tests.unit.adapters.conftest import Captured
+from agenttwin.integrations.anthropic import anthropic_run
+from tests.unit.integrations.conftest import Captured
 
 TOOLS = [
     {"name": "lookup_order", "description": "Look up", "input_schema": {"type": "object", "properties": {}}},

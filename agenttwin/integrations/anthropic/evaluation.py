@@ -1,7 +1,7 @@
 """Agents on the Anthropic SDK for evaluation: `pip install 'agenttwin[anthropic]'`.
 
     import anthropic
-    from agenttwin.eval_adapters.anthropic import serve
+    from agenttwin.integrations.anthropic import serve
 
     client = anthropic.Anthropic()
     def run(tools, messages):               # runnable tools bound to this case's twin, the case's messages
@@ -22,7 +22,7 @@ from typing import Any
 
 from anthropic.lib.tools import BetaFunctionTool
 
-from agenttwin.eval_adapters.core import AgentServer, Case, EvaluatedAgent, Outcome, last_text, serve_runner
+from agenttwin.integrations._evaluation import Case, Faces, Outcome, last_text
 
 Run = Callable[[list[BetaFunctionTool[Any]], list[dict[str, Any]]], Any]  # -> a Message, or its text
 
@@ -53,16 +53,5 @@ def runner(run: Run) -> Callable[[Case], Outcome]:
     return run_case
 
 
-def server(run: Run, *, name: str, version: str, host: str = "127.0.0.1", port: int = 0, **options: Any) -> AgentServer:
-    """The agent contract's server for `run` (start it, or use it as a context manager)."""
-    return AgentServer(runner(run), name=name, version=version, host=host, port=port, **options)
-
-
-def serve(run: Run, *, name: str, version: str, host: str = "127.0.0.1", port: int = 8090, **options: Any) -> None:
-    """Serve `run` for evaluation until Ctrl-C: `agenttwin evaluate --candidate http://host:port`."""
-    serve_runner(runner(run), name=name, version=version, host=host, port=port, **options)
-
-
-def agent(run: Run, *, name: str, version: str) -> EvaluatedAgent:
-    """The same agent in process, for a `python:module:attr` spec."""
-    return EvaluatedAgent(runner(run), name=name, version=version)
+_faces = Faces(runner)
+server, serve, agent = _faces.server, _faces.serve, _faces.agent

@@ -1,6 +1,6 @@
 """OpenAI Agents SDK agents for evaluation: `pip install 'agenttwin[openai-agents]'`.
 
-    from agenttwin.eval_adapters.openai_agents import serve
+    from agenttwin.integrations.openai_agents import serve
 
     def build(tools):                                   # FunctionTools bound to this case's twin
         return Agent(name="support", instructions=PROMPT, tools=tools, model=MODEL)
@@ -21,7 +21,7 @@ from typing import Any
 
 from agents import Agent, FunctionTool, MaxTurnsExceeded, RunConfig, RunContextWrapper, Runner
 
-from agenttwin.eval_adapters.core import AgentServer, Case, EvaluatedAgent, Outcome, serve_runner
+from agenttwin.integrations._evaluation import Case, Faces, Outcome
 
 Build = Callable[[list[FunctionTool]], Agent[Any]]
 DEFAULT_MAX_TURNS = 30
@@ -67,18 +67,5 @@ def runner(build: Build, *, max_turns: int = DEFAULT_MAX_TURNS) -> Callable[[Cas
     return run
 
 
-def server(
-    build: Build, *, name: str, version: str, host: str = "127.0.0.1", port: int = 0, **options: Any
-) -> AgentServer:
-    """The agent contract's server for `build` (start it, or use it as a context manager)."""
-    return AgentServer(runner(build), name=name, version=version, host=host, port=port, **options)
-
-
-def serve(build: Build, *, name: str, version: str, host: str = "127.0.0.1", port: int = 8090, **options: Any) -> None:
-    """Serve `build` for evaluation until Ctrl-C: `agenttwin evaluate --candidate http://host:port`."""
-    serve_runner(runner(build), name=name, version=version, host=host, port=port, **options)
-
-
-def agent(build: Build, *, name: str, version: str) -> EvaluatedAgent:
-    """The same agent in process, for a `python:module:attr` spec."""
-    return EvaluatedAgent(runner(build), name=name, version=version)
+_faces = Faces(runner)
+server, serve, agent = _faces.server, _faces.serve, _faces.agent
