@@ -98,10 +98,10 @@ def test_a_framework_agent_gets_the_demos_classifications(
         assert messages_api.requests > 0  # the real SDK really talked to the local Messages API
 
 
-def readme_blocks() -> dict[str, list[str]]:
-    """The README's three adapter examples, by the extra each installs."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Evaluate your LangGraph / OpenAI Agents / Anthropic agent", 1)[1].split("\n### ", 1)[0]
+def guide_blocks() -> dict[str, list[str]]:
+    """The frameworks guide's three examples, by the extra each installs."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "frameworks.md").read_text(encoding="utf-8")
+    section = text.split("## Evaluate your LangGraph / OpenAI Agents / Anthropic agent", 1)[1].split("\n## ", 1)[0]
     blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
     out = {}
     for block in blocks:
@@ -111,14 +111,14 @@ def readme_blocks() -> dict[str, list[str]]:
     return out
 
 
-def test_the_readme_examples_are_ten_lines_or_fewer_and_use_the_adapters() -> None:
-    blocks = readme_blocks()
+def test_the_guide_examples_are_ten_lines_or_fewer_and_use_the_integrations() -> None:
+    blocks = guide_blocks()
     assert sorted(blocks) == ["anthropic", "langgraph", "openai-agents"]
     counts = {extra: len(lines) for extra, lines in blocks.items()}
-    assert counts == {"langgraph": 4, "openai-agents": 5, "anthropic": 7}  # the figures the README states
+    assert counts == {"langgraph": 4, "openai-agents": 5, "anthropic": 7}  # the figures the guide states
     for extra, lines in blocks.items():
         code = "\n".join(lines)
-        compile(code, f"README:{extra}", "exec")
+        compile(code, f"frameworks.md:{extra}", "exec")
         module = {"langgraph": "langgraph", "openai-agents": "openai_agents", "anthropic": "anthropic"}[extra]
         assert f"from agenttwin.integrations.{module} import serve" in code
         assert "serve(" in lines[-1]

@@ -17,6 +17,7 @@ import pytest
 
 from evaluation.claim_reader import CLAIM_STATUSES, RULES_ID, SUCCESS, UNKNOWN, read_claim
 from evaluation.contradiction import is_contradiction
+from tests.docs_text import documentation
 
 DATA = Path(__file__).parent / "data"
 # set -> (answers, read right, read SUCCESS although the truth is not SUCCESS)
@@ -89,7 +90,7 @@ def test_the_same_answer_always_reads_the_same() -> None:
 
 
 def test_the_readme_states_the_measured_figures() -> None:
-    readme = " ".join((Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(documentation().split())
     for name, (answers, right, false_success) in MEASURED.items():
         share = f"{100 * right / answers:.1f} %"
         assert f"`{name}.jsonl`" in readme

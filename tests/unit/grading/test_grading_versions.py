@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from evaluation.versions import (
@@ -13,6 +11,7 @@ from evaluation.versions import (
     evaluator_set,
     evaluator_version,
 )
+from tests.docs_text import documentation
 
 
 def test_sets_differ_only_in_max_retries() -> None:
@@ -66,8 +65,8 @@ def test_every_set_says_what_it_changed() -> None:
 
 
 def test_the_readme_table_lists_every_set() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Evaluator versions") :]
+    readme = documentation()
+    section = readme[readme.index("## Evaluator versions") :]
     for name, text in SET_CHANGES.items():
         assert f"| `{name}` |" in section
         assert text in section.replace("\n", " ")

@@ -9,6 +9,7 @@ import pytest
 
 from evaluation.judges.agreement import TripleError, load_triples, main, measure
 from evaluation.judges.fake import OfflineJudge
+from tests.docs_text import documentation
 
 DATA = Path(__file__).resolve().parent / "data" / "offline_judge_set.yaml"
 README = Path(__file__).resolve().parents[3] / "README.md"
@@ -35,7 +36,7 @@ def test_no_false_fail_and_right_where_it_decides() -> None:
 def test_the_readme_states_the_measured_figure(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(DATA)]) == 0
     printed = capsys.readouterr().out.splitlines()
-    readme = " ".join(README.read_text(encoding="utf-8").split())
+    readme = " ".join(documentation().split())
     for line in printed[1:]:
         assert line in readme
 

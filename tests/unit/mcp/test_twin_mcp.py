@@ -22,6 +22,7 @@ from producers.agents.http_tool_client import HttpToolClient
 from producers.tool_client import InProcessToolClient
 from producers.twin_http import TwinEndpoint
 from producers.twin_mcp import FAULT_FAMILIES, HEADERS_META_KEY, HTTP_META_KEY, KB_TOOL, TwinMcpServer
+from tests.docs_text import documentation
 from tests.unit.mcp.conftest import new_case
 from twin_engine.faults import FAULT_TYPES
 from twin_engine.twin import Twin
@@ -290,7 +291,7 @@ def test_fault_family_delay(demo_twin: Twin, endpoint: TwinEndpoint, mcp_server:
 
 def test_every_fault_type_has_an_mcp_mapping_and_the_readme_lists_it() -> None:
     assert set(FAULT_FAMILIES) == set(FAULT_TYPES)
-    section = README.read_text(encoding="utf-8").split("## Evaluate an MCP agent", 1)[1].split("\n## ", 1)[0]
+    section = documentation().split("## Evaluate an MCP agent", 1)[1].split("\n## ", 1)[0]
     for fault, family in FAULT_FAMILIES.items():
         row = re.search(rf"^\|[^\n]*`{fault}`[^\n]*$", section, re.MULTILINE)
         assert row is not None, f"{fault} is not in the README's MCP fault table"
