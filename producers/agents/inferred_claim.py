@@ -2,7 +2,7 @@
 
 No framework produces `claimed_outcome`; its final answer is all there is. The claim is then read from
 that answer by the deterministic final-answer classifier (`evaluation.claim_reader.read_claim`, its rules
-documented there) and carries the name of the rules that read it (`inferred_by`, "rules-v1"), so nobody
+documented there) and carries the name of the rules that read it (`inferred_by`, "rules-v2"), so nobody
 mistakes it for what the agent said. Evaluation always uses the deterministic rules, never the opt-in
 model classifier (evaluation/claim_model.py): the same reply must give the same verdict. Should the reader
 be missing (a trimmed install), the hook answers UNKNOWN, inferred by "none": UNKNOWN is never a disproved
@@ -26,7 +26,7 @@ CLAIM_READER_MODULE = "evaluation.claim_reader"  # the hook: `read_claim(text) -
 @dataclass(frozen=True)
 class InferredClaim:
     status: str  # SUCCESS | FAILURE | PARTIAL | ESCALATED | REFUSED | UNKNOWN
-    inferred_by: str  # the classifier's id, e.g. "rules-v1"; NO_READER when none read it
+    inferred_by: str  # the classifier's id, e.g. "rules-v2"; NO_READER when none read it
 
     @property
     def claimed(self) -> str:
