@@ -35,3 +35,16 @@ def bounded(answer: str) -> str:
 def normalize_answer(answer: str) -> str:
     """Lower-cased, curly quotes straightened, spaces collapsed, at most MAX_ANSWER_CHARS read."""
     return " ".join(bounded(answer).translate(_QUOTES).lower().split())
+
+
+def describe_inference(
+    inferred_by: str, rule: str | None = None, confidence: float | None = None, *, source: str = ""
+) -> str:
+    """How an inferred claim was read, for people: "inferred by rules-v2, rule succeeded, confidence 0.90"
+    (`source`, e.g. "from the final answer", follows the classifier's name)."""
+    parts = [f"inferred by {inferred_by}" + (f" {source}" if source else "")]
+    if rule:
+        parts.append(f"rule {rule}")
+    if confidence is not None:
+        parts.append(f"confidence {confidence:.2f}")
+    return ", ".join(parts)

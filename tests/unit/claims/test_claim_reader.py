@@ -119,7 +119,8 @@ def test_the_agent_contracts_hook_reads_with_the_rules_and_maps_onto_its_claims(
     handed = inferred_claim.infer_claim("I've escalated this to a specialist who will contact you.")
     assert (handed.status, handed.claimed) == ("ESCALATED", "PARTIAL")
     assert handed.describe() == (
-        f"not stated; read from the final answer as ESCALATED (claimed as PARTIAL) by {RULES_ID}"
+        f"not stated; read from the final answer as ESCALATED (claimed as PARTIAL) by {RULES_ID} "
+        "(rule escalated, confidence 0.90)"
     )
     assert inferred_claim.infer_claim(None).claimed == "UNKNOWN"
     monkeypatch.setattr(inferred_claim, "CLAIM_READER_MODULE", "evaluation.no_such_reader")
