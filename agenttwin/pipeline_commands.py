@@ -38,6 +38,7 @@ from agenttwin.report_commands import (
 from agenttwin.settings import Settings, load_settings
 from consumers.clickhouse import qualified
 from consumers.clickhouse import sql_literal as lit
+from evaluation.claim_status import describe_inference
 from evaluation.pairing import MAX_TRIALS
 from evaluation.redaction import SecretMask
 from evaluation.versions import DEFAULT_EVALUATOR_SET
@@ -273,7 +274,8 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
         out("")
     evaluations = ", ".join(lit(r.evaluation_id) for r in requests)  # only the demo's own, whoever else shares the log
     alerts = wh.query(
-        "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail, c.secrets "
+        "SELECT k.agent, k.scenario_name, k.claimed_status, k.verified_status, c.output, k.detail, c.secrets, "
+        "k.claim_inferred_by, k.claim_rule, k.claim_confidence "
         f"FROM {qualified(wh, 'v_contradictions')} AS k LEFT JOIN {qualified(wh, 'cases')} AS c FINAL "
         "ON c.case_id = k.case_id "
         f"WHERE k.evaluator_version = {lit(version)} AND k.evaluation_id IN ({evaluations}) "
@@ -281,11 +283,12 @@ def _print_demo(wh: Any, requests: list[Any], version: str) -> None:
     ).rows
     out("== Contradiction alerts: the agent claimed SUCCESS, the twin's state says otherwise")
     seen: set[tuple[str, str]] = set()
-    for agent, scenario, claimed, verified, reply, detail, secrets in alerts:
+    for agent, scenario, claimed, verified, reply, detail, secrets, by, rule, confidence in alerts:
         if (agent, scenario) in seen:  # the same agent version appears in both evaluations
             continue
         seen.add((agent, scenario))
-        out(f"- {agent} on {scenario}: claimed {claimed}, verified {verified}")
+        how = f" ({describe_inference(by, rule, confidence)})" if by else ""
+        out(f"- {agent} on {scenario}: claimed {claimed}{how}, verified {verified}")
         out(f'    reply: "{SecretMask(secrets or ()).text(reply) if reply else reply}"')  # the raw reply, shown masked
         out(f"    evidence: {detail}")
     if not alerts:

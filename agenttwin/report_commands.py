@@ -218,7 +218,7 @@ def render_contradictions(items: Sequence[StoredContradiction]) -> str:
     lines = ["", f"Contradictions ({len(items)}): the agent claimed success, the twin's state says otherwise"]
     for k in items:
         who = f"{k.side.lower() or 'case'} {k.agent}"
-        lines.append(f"- {who} on {k.scenario}: claimed {k.claimed}, verified {k.verified}")
+        lines.append(f"- {who} on {k.scenario}: claimed {k.claimed_as}, verified {k.verified}")
         if k.reply:
             reply = " ".join(k.reply.split())
             lines.append(f'    reply: "{reply if len(reply) <= 200 else reply[:199] + "…"}"')

@@ -14,6 +14,7 @@ from typing import Any
 
 from consumers.clickhouse import Warehouse, qualified
 from consumers.clickhouse import sql_literal as lit
+from evaluation.claim_status import describe_inference
 from evaluation.codec import graded_from_dict
 from evaluation.gate import GateContradiction
 from evaluation.redaction import SecretMask
@@ -39,6 +40,16 @@ class StoredContradiction:
     reply: str | None
     tool: str | None
     trace_id: str
+    claim_inferred_by: str | None = None  # None: the agent stated its claim; else the classifier that read it
+    claim_rule: str | None = None
+    claim_confidence: float | None = None
+
+    @property
+    def claimed_as(self) -> str:
+        """The claim, and how it was read when the agent did not state it: "SUCCESS (inferred by rules-v2, …)"."""
+        if not self.claim_inferred_by:
+            return self.claimed
+        return f"{self.claimed} ({describe_inference(self.claim_inferred_by, self.claim_rule, self.claim_confidence)})"
 
     def for_gate(self) -> GateContradiction:
         return GateContradiction(self.scenario, self.agent, self.claimed, self.verified, self.detail, self.case_id)
@@ -54,6 +65,9 @@ class StoredContradiction:
             "case_id": self.case_id,
             "reply": self.reply,
             "tool": self.tool,
+            "claim_inferred_by": self.claim_inferred_by,
+            "claim_rule": self.claim_rule,
+            "claim_confidence": self.claim_confidence,
             "trace_id": self.trace_id,
         }
 
@@ -95,7 +109,8 @@ def load_stored(
     ).as_dicts()
     rows = warehouse.query(
         "SELECT k.scenario_name, c.side, k.agent, k.claimed_status, k.verified_status, k.detail, k.case_id, "
-        f"c.output, k.tool, k.trace_id, k.occurred_at, c.secrets FROM {qualified(warehouse, 'contradictions')} AS k "
+        "c.output, k.tool, k.trace_id, k.occurred_at, c.secrets, k.claim_inferred_by, k.claim_rule, k.claim_confidence "
+        f"FROM {qualified(warehouse, 'contradictions')} AS k "
         f"FINAL LEFT JOIN {qualified(warehouse, 'cases')} AS c FINAL ON c.case_id = k.case_id "
         f"WHERE k.kind = 'contradiction' AND k.evaluation_id = {lit(evaluation_id)} "
         f"AND k.evaluator_version = {lit(evaluator_version)} ORDER BY k.scenario_name, k.case_id"
@@ -112,6 +127,9 @@ def load_stored(
             reply=SecretMask(r[11] or ()).text(r[7]) if r[7] else r[7],  # the raw reply, shown masked
             tool=r[8],
             trace_id=str(r[9]),
+            claim_inferred_by=r[12],
+            claim_rule=r[13],
+            claim_confidence=float(r[14]) if r[14] is not None else None,
         )
         for r in rows
     )

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evaluation.claim_status import describe_inference
 from streams.embedded_log import EmbeddedLog, LogRecord
 from streams.events import ContradictionDetected, Event
 from streams.kafka.codec import DecodeError, KafkaCodec
@@ -49,7 +50,8 @@ def alert_line(alert: ContradictionDetected) -> str:
     who = " ".join(p for p in (alert.agent, alert.agent_version) if p) or "unknown agent"
     where = f"trace {alert.trace_id or '-'}" + (f" tool {alert.tool}" if alert.tool else "")
     where += f" subject {alert.subject}" if alert.subject else ""
-    inferred = f" (inferred by {alert.claim_inferred_by})" if alert.claim_inferred_by else ""
+    by = alert.claim_inferred_by
+    inferred = f" ({describe_inference(by, alert.claim_rule, alert.claim_confidence)})" if by else ""
     verdict = f"claimed {alert.claimed_status or '-'}{inferred}, verified {alert.verified_status or '-'}"
     if alert.source:
         verdict += f" ({alert.source})"

@@ -4,7 +4,7 @@ API, one forced `record_claim` tool call) where the deterministic rules (evaluat
 Opt in with `AGENTTWIN_CLAIM_CLASSIFIER=anthropic` (`ANTHROPIC_API_KEY` or `AGENTTWIN_CLAIM_API_KEY`,
 `AGENTTWIN_CLAIM_MODEL`, `AGENTTWIN_CLAIM_BASE_URL`); the default is `rules`. A claim it reads is marked
 `model:anthropic/<model>`. When the model cannot answer (down, slow, refusing, garbage), the rules read the
-answer instead and mark it `rules-v1`: a claim is never lost and never guessed. A model's reading is not
+answer instead and mark it `rules-v2`: a claim is never lost and never guessed. A model's reading is not
 deterministic: the outcome join asks once per answer and keeps the reading in its state, but a rebuild from
 offset 0 asks again. Same transport, retries and error mapping as the judges (evaluation/judges/).
 """

@@ -132,7 +132,9 @@ class ProductionRun(AbstractContextManager["ProductionRun"]):
             return
         reading = self.classifier(self.answer)
         self.claim_reading = reading
-        self.run.claim_outcome(reading.status, inferred_by=reading.inferred_by)
+        self.run.claim_outcome(
+            reading.status, inferred_by=reading.inferred_by, rule=reading.rule, confidence=reading.confidence
+        )
 
     # -- tool calls -----------------------------------------------------------------------------------------
 

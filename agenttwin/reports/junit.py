@@ -46,7 +46,7 @@ def _details(case: CaseView) -> str:
         if e.change in ("broken", "still_failing"):
             lines.append(f"- {e.id} ({e.type}{', critical' if e.critical else ''}): {e.change}: {e.candidate_reason}")
     for k in case.contradictions:
-        lines.append(f"Contradiction ({k.side.lower()} {k.agent}): claimed {k.claimed}, verified {k.verified}")
+        lines.append(f"Contradiction ({k.side.lower()} {k.agent}): claimed {k.claimed_as}, verified {k.verified}")
         lines.append(f'  reply: "{k.reply}"')
         lines.append(f"  evidence: {k.detail}")
     return xml_text("\n".join(lines))

@@ -52,7 +52,7 @@ def _section(view: EvaluationView) -> list[str]:
         lines += ["", "### Contradictions: claimed success, disproved by the twin's state"]
         for k in view.contradictions:
             lines.append(
-                f"- **{md(k.scenario)}** ({md(k.side.lower())} {md(k.agent)}): claimed {md(k.claimed)}, "
+                f"- **{md(k.scenario)}** ({md(k.side.lower())} {md(k.agent)}): claimed {md(k.claimed_as)}, "
                 f"verified {md(k.verified)}. Reply: “{md(k.reply or '')}”. Evidence: {md(k.detail)}"
             )
     changed = [c for c in view.cases if c.classification != "UNCHANGED"]

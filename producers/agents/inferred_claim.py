@@ -2,7 +2,7 @@
 
 No framework produces `claimed_outcome`; its final answer is all there is. The claim is then read from
 that answer by the deterministic final-answer classifier (`evaluation.claim_reader.read_claim`, its rules
-documented there) and carries the name of the rules that read it (`inferred_by`, "rules-v1"), so nobody
+documented there) and carries the name of the rules that read it (`inferred_by`, "rules-v2"), so nobody
 mistakes it for what the agent said. Evaluation always uses the deterministic rules, never the opt-in
 model classifier (evaluation/claim_model.py): the same reply must give the same verdict. Should the reader
 be missing (a trimmed install), the hook answers UNKNOWN, inferred by "none": UNKNOWN is never a disproved
@@ -26,7 +26,9 @@ CLAIM_READER_MODULE = "evaluation.claim_reader"  # the hook: `read_claim(text) -
 @dataclass(frozen=True)
 class InferredClaim:
     status: str  # SUCCESS | FAILURE | PARTIAL | ESCALATED | REFUSED | UNKNOWN
-    inferred_by: str  # the classifier's id, e.g. "rules-v1"; NO_READER when none read it
+    inferred_by: str  # the classifier's id, e.g. "rules-v2"; NO_READER when none read it
+    rule: str | None = None  # the rule that decided ("abstained:<rule>" below the reader's threshold)
+    confidence: float | None = None  # that rule's confidence
 
     @property
     def claimed(self) -> str:
@@ -38,7 +40,13 @@ class InferredClaim:
         if self.inferred_by == NO_READER:
             return "not stated; no final-answer classifier is installed, so the claim is UNKNOWN"
         shown = self.status if self.claimed == self.status else f"{self.status} (claimed as {self.claimed})"
-        return f"not stated; read from the final answer as {shown} by {self.inferred_by}"
+        how = f" (rule {self.rule})" if self.rule else ""
+        how = (
+            f" (rule {self.rule}, confidence {self.confidence:.2f})"
+            if self.rule and self.confidence is not None
+            else how
+        )
+        return f"not stated; read from the final answer as {shown} by {self.inferred_by}{how}"
 
 
 def infer_claim(output: str | None) -> InferredClaim:
@@ -48,4 +56,10 @@ def infer_claim(output: str | None) -> InferredClaim:
     except ImportError:
         return InferredClaim(UNKNOWN, NO_READER)
     reading = reader.read_claim(output or "")
-    return InferredClaim(str(reading.status), str(reading.inferred_by))
+    confidence = getattr(reading, "confidence", None)
+    return InferredClaim(
+        str(reading.status),
+        str(reading.inferred_by),
+        getattr(reading, "rule", None),
+        float(confidence) if isinstance(confidence, (int, float)) else None,
+    )

@@ -57,6 +57,8 @@ OUTCOME_CLAIMED = "agenttwin.outcome.claimed"
 OUTCOME_BUSINESS = "agenttwin.outcome.business"
 # set with a claim the agent did not state but an adapter read from its final answer (the classifier's name)
 OUTCOME_CLAIM_INFERRED_BY = "agenttwin.outcome.claim_inferred_by"
+OUTCOME_CLAIM_RULE = "agenttwin.outcome.claim_rule"  # with it: the rule that read the claim
+OUTCOME_CLAIM_CONFIDENCE = "agenttwin.outcome.claim_confidence"  # and that rule's confidence (a float)
 SUBJECT = "agenttwin.subject"  # business subjects the run acts on, comma-separated entity:value
 
 ERROR_TYPE = "error.type"

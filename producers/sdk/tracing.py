@@ -117,9 +117,17 @@ class AgentRun(_Handle):
         self._content(A.OUTPUT_MESSAGES, messages)
 
     def claim_outcome(
-        self, status: str, business_outcome: str | None = None, *, inferred_by: str | None = None
+        self,
+        status: str,
+        business_outcome: str | None = None,
+        *,
+        inferred_by: str | None = None,
+        rule: str | None = None,
+        confidence: float | None = None,
     ) -> None:
-        self.sdk.claim_outcome(status, business_outcome, span=self.span, inferred_by=inferred_by)
+        self.sdk.claim_outcome(
+            status, business_outcome, span=self.span, inferred_by=inferred_by, rule=rule, confidence=confidence
+        )
 
 
 class ToolCall(_Handle):
@@ -156,13 +164,24 @@ class ModelTurn(_Handle):
             self.span.set_attribute(A.USAGE_OUTPUT_TOKENS, int(output_tokens))
 
 
-def _set_claim(span: Span, status: str, business_outcome: str | None, inferred_by: str | None = None) -> None:
+def _set_claim(
+    span: Span,
+    status: str,
+    business_outcome: str | None,
+    inferred_by: str | None = None,
+    rule: str | None = None,
+    confidence: float | None = None,
+) -> None:
     value = status.strip().upper() if isinstance(status, str) else ""
     span.set_attribute(A.OUTCOME_CLAIMED, value if value in CLAIM_STATUSES else normalize_outcome(status) or "UNKNOWN")
     if business_outcome:
         span.set_attribute(A.OUTCOME_BUSINESS, business_outcome[:MAX_BUSINESS_OUTCOME])
     if inferred_by:
         span.set_attribute(A.OUTCOME_CLAIM_INFERRED_BY, inferred_by)
+        if rule:
+            span.set_attribute(A.OUTCOME_CLAIM_RULE, rule)
+        if confidence is not None:
+            span.set_attribute(A.OUTCOME_CLAIM_CONFIDENCE, float(confidence))
 
 
 def _drop_none(values: Mapping[str, AttrValue | None]) -> dict[str, AttrValue]:
@@ -370,15 +389,18 @@ class AgentTwin:
         *,
         span: Span | None = None,
         inferred_by: str | None = None,
+        rule: str | None = None,
+        confidence: float | None = None,
     ) -> None:
         """The agent's CLAIMED outcome, on the current run's root span (else the current span). `inferred_by`
-        names the classifier when the claim was read from the final answer rather than stated by the agent."""
+        names the classifier when the claim was read from the final answer rather than stated by the agent;
+        `rule` and `confidence` say which of its rules read it and how sure that rule is."""
         run = _CURRENT_RUN.get()
         target = span or (run.root if run else trace.get_current_span())
         if not target.is_recording():
             self._counters.add(dropped=1)  # a claim outside any recorded span has nowhere to go
             return
-        self.guard(lambda: _set_claim(target, status, business_outcome, inferred_by), None)
+        self.guard(lambda: _set_claim(target, status, business_outcome, inferred_by, rule, confidence), None)
         if run is not None and run.root is target:
             run.claimed = True
             self.guard(run.name_outcome_tool, None)

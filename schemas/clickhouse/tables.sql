@@ -167,7 +167,9 @@ CREATE TABLE IF NOT EXISTS contradictions
     `detected_at` DateTime64(3, 'UTC'),
     `detail` String,
     `subject` Nullable(String),
-    `claim_inferred_by` Nullable(String)
+    `claim_inferred_by` Nullable(String),
+    `claim_rule` Nullable(String),
+    `claim_confidence` Nullable(Float64)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (evaluator_version, kind, alert_id)
@@ -481,7 +483,8 @@ CREATE TABLE IF NOT EXISTS claims
     `claimed_status` Nullable(String),
     `claim_inferred_by` Nullable(String),
     `claim_rule` Nullable(String),
-    `received_at` Nullable(DateTime64(3, 'UTC'))
+    `received_at` Nullable(DateTime64(3, 'UTC')),
+    `claim_confidence` Nullable(Float64)
 )
 ENGINE = ReplacingMergeTree(revision)
 ORDER BY (ifNull(tenant, ''), trace_id)
@@ -501,3 +504,6 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS `agent_version` Nullable(String);
 ALTER TABLE verified_outcomes ADD COLUMN IF NOT EXISTS `subject` Nullable(String);
 ALTER TABLE contradictions ADD COLUMN IF NOT EXISTS `subject` Nullable(String);
 ALTER TABLE contradictions ADD COLUMN IF NOT EXISTS `claim_inferred_by` Nullable(String);
+ALTER TABLE contradictions ADD COLUMN IF NOT EXISTS `claim_rule` Nullable(String);
+ALTER TABLE contradictions ADD COLUMN IF NOT EXISTS `claim_confidence` Nullable(Float64);
+ALTER TABLE claims ADD COLUMN IF NOT EXISTS `claim_confidence` Nullable(Float64);

@@ -31,7 +31,8 @@ FROM comparisons FINAL
 GROUP BY evaluation_id, evaluator_version, baseline_agent, candidate_agent, classification;
 
 -- Contradictions: the agent claimed SUCCESS where verification found FAILURE or PARTIAL. `claim_inferred_by`
--- is null when the agent stated its claim, else the classifier that read it from the final answer.
+-- is null when the agent stated its claim, else the classifier that read it from the final answer (with the
+-- rule that decided and its confidence: docs/guides/claims.md).
 CREATE OR REPLACE VIEW v_contradictions AS
 SELECT
     alert_id,
@@ -47,6 +48,8 @@ SELECT
     scenario_name,
     claimed_status,
     claim_inferred_by,
+    claim_rule,
+    claim_confidence,
     verified_status,
     source,
     detected_at,
@@ -70,7 +73,7 @@ GROUP BY agent, agent_version, tool, hour, evaluator_version;
 -- One-sided outcome entries past the horizon: claims never verified, verifications without a claim.
 CREATE OR REPLACE VIEW v_unmatched_outcomes AS
 SELECT kind, evaluator_version, tenant, trace_id, subject, agent, agent_version, claimed_status, claim_inferred_by,
-    verified_status, detected_at, detail
+    claim_rule, claim_confidence, verified_status, detected_at, detail
 FROM contradictions FINAL
 WHERE kind != 'contradiction';
 
@@ -174,6 +177,7 @@ SELECT
     claimed_status,
     claim_inferred_by,
     claim_rule,
+    claim_confidence,
     revision AS spans_read,
     received_at
 FROM claims FINAL;

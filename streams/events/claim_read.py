@@ -29,6 +29,7 @@ class ClaimRead(Event):
     claim_inferred_by: str | None = None
     claim_rule: str | None = None
     received_at: datetime | None = None
+    claim_confidence: float | None = None  # the confidence of the rule that read an inferred claim
 
     @property
     def received_time(self) -> datetime:

@@ -35,3 +35,5 @@ class ContradictionDetected(Event):
     source: str | None = None
     subject: str | None = None  # the business subject (e.g. order:ORD-1001) the trace acted on
     claim_inferred_by: str | None = None  # None: the agent stated its claim; else the classifier that read it
+    claim_rule: str | None = None  # the rule that read an inferred claim ("abstained:<rule>" below the threshold)
+    claim_confidence: float | None = None  # that rule's confidence (evaluation/claim_reader.py)

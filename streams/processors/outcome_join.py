@@ -37,6 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from evaluation.claim_reader import read_claim
+from evaluation.claim_status import describe_inference
 from evaluation.contradiction import is_contradiction
 from streams import ids
 from streams.events import ContradictionDetected, Event, OutcomeVerified, SpanRecorded
@@ -55,6 +56,8 @@ from streams.span_reading import read_span
 
 CLAIM_ATTRIBUTE = "agenttwin.outcome.claimed"
 CLAIM_INFERRED_ATTRIBUTE = "agenttwin.outcome.claim_inferred_by"  # an adapter read the claim from the answer
+CLAIM_RULE_ATTRIBUTE = "agenttwin.outcome.claim_rule"  # ... by this rule
+CLAIM_CONFIDENCE_ATTRIBUTE = "agenttwin.outcome.claim_confidence"  # ... with this confidence
 RULE = "claimed-success-disproved"
 TOOL_ATTRIBUTE = "agenttwin.outcome.tool"  # the riskiest tool of the run, set on the claim
 DEFAULT_HORIZON = timedelta(hours=1)
@@ -154,6 +157,8 @@ class OutcomeJoin(Processor):
                 }
                 if attrs.get(CLAIM_INFERRED_ATTRIBUTE):
                     entry["claim"]["inferred_by"] = attrs[CLAIM_INFERRED_ATTRIBUTE]
+                    entry["claim"]["rule"] = attrs.get(CLAIM_RULE_ATTRIBUTE)
+                    entry["claim"]["confidence"] = _confidence(attrs.get(CLAIM_CONFIDENCE_ATTRIBUTE))
             elif entry["claim"] is None or entry["claim"].get("from_answer"):
                 entry["claim"] = inferred_claim(entry, self.classifier)
             if not ids.is_simulation_tenant(event.tenant):
@@ -240,7 +245,8 @@ class OutcomeJoin(Processor):
             if alert is None:
                 continue
             by = claim.get("inferred_by")
-            inferred = f" (inferred by {by} from the final answer)" if by else ""
+            how = describe_inference(by, claim.get("rule"), claim.get("confidence"), source="from the final answer")
+            inferred = f" ({how})" if by else ""
             detail = f"claimed {claim['status']}{inferred}, verification found {verified.status}: {verified.reason}"
             out.append(self._alert(alert, "contradiction", entry, version, verified, detail))
         return out
@@ -285,6 +291,8 @@ class OutcomeJoin(Processor):
             tool=tool,
             subject=alert_subject(entry, tool, named),
             claim_inferred_by=claim.get("inferred_by"),
+            claim_rule=claim.get("rule") if claim.get("inferred_by") else None,
+            claim_confidence=claim.get("confidence") if claim.get("inferred_by") else None,
             claimed_status=claim.get("status"),
             verified_status=verified.status if verified else None,
             verified=verified.verified if verified else False,
@@ -359,6 +367,17 @@ class OutcomeJoin(Processor):
                     detail = f"verified {v.status}; no claimed outcome within {self.horizon}"
                     out.append(self._alert(alert, "verification_without_claim", entry, version, v, detail))
         return out
+
+
+def _confidence(value: object) -> float | None:
+    """A span's claim confidence attribute as a number in [0, 1], else None (sent by anyone: never trusted)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if 0.0 <= number <= 1.0 else None
 
 
 def _awaits_verification(entry: dict[str, Any]) -> bool:

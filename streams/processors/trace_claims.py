@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from evaluation.claim_reader import ClaimReading, read_claim
+from evaluation.claim_reader import CLAIM_RULE_SETS, DEFAULT_CLAIM_RULES, ClaimReading, read_claim
 from streams import ids
 from streams.events import ClaimRead, SpanRecorded
 from streams.span_reading import SpanReading, answer_rank
@@ -59,8 +59,9 @@ def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[s
     if answer is None:
         return None
     cached = entry.get("inferred")
-    if cached is not None and cached["text"] == answer["text"]:  # a classifier is asked once per answer
-        reading = ClaimReading(cached["status"], cached["inferred_by"], cached["rule"])
+    if cached is not None and cached["text"] == answer["text"] and not _older_rules(cached["inferred_by"]):
+        # a classifier is asked once per answer (a model is billed per question)
+        reading = ClaimReading(cached["status"], cached["inferred_by"], cached["rule"], cached.get("confidence"))
     else:
         reading = classifier(answer["text"])
         entry["inferred"] = {
@@ -68,6 +69,7 @@ def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[s
             "status": reading.status,
             "inferred_by": reading.inferred_by,
             "rule": reading.rule,
+            "confidence": reading.confidence,
         }
     return {
         "status": reading.status,
@@ -79,8 +81,15 @@ def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[s
         "at": answer["at"],
         "inferred_by": reading.inferred_by,
         "rule": reading.rule,
+        "confidence": reading.confidence,
         "from_answer": True,  # the join read it; a claim on a span (stated, or read by an adapter) replaces it
     }
+
+
+def _older_rules(inferred_by: str) -> bool:
+    """A reading by a rule set other than the current one: read again (a new set re-reads on replay or
+    restart; the ClaimRead events the older set produced stay as they were)."""
+    return inferred_by in CLAIM_RULE_SETS and inferred_by != DEFAULT_CLAIM_RULES
 
 
 def alert_subject(entry: dict[str, Any], tool: str | None, named: str | None) -> str | None:
@@ -104,6 +113,7 @@ def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | 
         "claimed_status": claim.get("status"),
         "claim_inferred_by": claim.get("inferred_by"),
         "claim_rule": claim.get("rule"),
+        "claim_confidence": claim.get("confidence"),
     }
     if frozen is not None:
         content: dict[str, Any] = {**frozen, **claimed}

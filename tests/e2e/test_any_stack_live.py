@@ -76,7 +76,8 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
 
         line = tail.wait_for(lambda text: "CONTRADICTION" in text, ALERT_TIMEOUT_S)
         assert "tool refund_payment" in line and f"subject order:{ORDER}" in line, line
-        assert "claimed SUCCESS (inferred by rules-v1), verified FAILURE (external_callback)" in line, line
+        inferred = "claimed SUCCESS (inferred by rules-v2, rule succeeded, confidence 0.90)"
+        assert f"{inferred}, verified FAILURE (external_callback)" in line, line
         assert "[acme]" in line and "support-refund-agent 1.3.0" in line, line
 
         # a third process counts it, while ingest still owns the log (its own copy of the projections)
@@ -95,7 +96,7 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
         )
         assert counted.returncode == 0, counted.stderr
         assert json_rows(counted.stdout) == [
-            {"n": 1, "tool": "refund_payment", "subject": f"order:{ORDER}", "by": "rules-v1"}
+            {"n": 1, "tool": "refund_payment", "subject": f"order:{ORDER}", "by": "rules-v2"}
         ]
         # two readers at once (each takes a free slot: tests/unit/traces/test_readers_beside_writer.py)
         both = [
@@ -131,7 +132,7 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_while_ingest_r
                 "write_tool": "refund_payment",
                 "subjects": [f"order:{ORDER}"],
                 "claimed_status": "SUCCESS",
-                "claim_inferred_by": "rules-v1",
+                "claim_inferred_by": "rules-v2",
             }
         ]
         # the incident becomes a scenario, from the read-only log while ingest runs: the 504 returned as data is

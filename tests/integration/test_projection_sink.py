@@ -346,7 +346,7 @@ def test_an_upgraded_ddl_is_applied_over_the_digest_of_the_previous_one(warehous
     )
     ensure_schema(warehouse)
     columns = [c for c, *_ in warehouse.query(f"DESCRIBE TABLE {qualified(warehouse, 'v_contradictions')}").rows]
-    assert {"subject", "claim_inferred_by"} <= set(columns)
+    assert {"subject", "claim_inferred_by", "claim_rule", "claim_confidence"} <= set(columns)
 
 
 def test_a_ddl_cut_short_before_its_digest_is_recorded_runs_again(

@@ -53,7 +53,8 @@ def test_stock_langgraph_trace_and_an_order_id_verification_alert_on_kafka(
 
         line = tail.wait_for(lambda text: "CONTRADICTION" in text, ALERT_TIMEOUT_S)
         assert "tool refund_payment" in line and f"subject order:{ORDER}" in line, line
-        assert "claimed SUCCESS (inferred by rules-v1), verified FAILURE (external_callback)" in line, line
+        inferred = "claimed SUCCESS (inferred by rules-v2, rule succeeded, confidence 0.90)"
+        assert f"{inferred}, verified FAILURE (external_callback)" in line, line
 
         counted = run_cli(
             [

@@ -1,10 +1,12 @@
-"""The claim reader's rules, measured on labelled answers (the README states these figures).
+"""The claim reader's rules on the project's own written answers (docs/guides/claims.md states these figures;
+the measure that counts is on real replies: test_real_replies.py).
 
-Three sets, each (answer, truth) per line:
-- labelled_answers.jsonl (82): written before the rules; the rules were then written with it in view.
-- held_out_answers.jsonl (40): written after the first draft of the rules (which read 21 of 40 right);
-  the rules were revised once with it in view.
-- fresh_answers.jsonl (40): written after that revision and never used to change a rule.
+Three sets, each (answer, truth) per line, written for rules-v1:
+- labelled_answers.jsonl (82): written before rules-v1; rules-v1 was written with it in view.
+- held_out_answers.jsonl (40): written after rules-v1's first draft; rules-v1 was revised once with it.
+- fresh_answers.jsonl (40): written after that revision and never used to change a rule of rules-v1.
+rules-v2 was written on the development half of the real replies, then revised with the first two sets in
+view (never the fresh set, whose misreadings were printed once while rules-v2 was developed).
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from tests.docs_text import documentation
 DATA = Path(__file__).parent / "data"
 # set -> (answers, read right, read SUCCESS although the truth is not SUCCESS)
 MEASURED = {
-    "labelled_answers": (82, 81, 0),
+    "labelled_answers": (82, 80, 0),
     "held_out_answers": (40, 39, 1),
-    "fresh_answers": (40, 31, 4),
+    "fresh_answers": (40, 37, 2),
 }
 
 
@@ -62,6 +64,10 @@ def test_the_sets_cover_every_class_and_hold_at_least_sixty_pairs() -> None:
         ("I've escalated this to our billing team.", "ESCALATED", "escalated"),
         ("The refund has not been processed.", "FAILURE", "failed"),
         ("DONE! I've refunded 40.00 USD.", SUCCESS, "succeeded"),
+        ("All set.", SUCCESS, "succeeded-weak"),
+        ("The order is cancelled. The first payment attempt failed.", SUCCESS, "succeeded-despite-failure"),
+        ("Confirmed, although the card was declined.", "PARTIAL", "partial"),
+        ("Confirmed. The card was declined.", UNKNOWN, "abstained:mixed"),
         ("What is your order number?", UNKNOWN, "no-claim"),
     ],
 )
@@ -79,7 +85,8 @@ def test_an_unclassifiable_answer_is_unknown_and_never_a_disproved_success() -> 
 def test_huge_and_hostile_answers_are_read_in_bounded_time() -> None:
     # 5 MB of text: only the first and last 10,000 characters are read
     answer = "Refund issued. " + "a" * 5_000_000 + " It failed, but partially."
-    assert read_claim(answer).status == "PARTIAL"
+    assert read_claim(answer) == read_claim(answer[:10_000] + " " + answer[-10_000:])
+    assert read_claim(answer).status == SUCCESS
     assert read_claim("(" * 100_000).status == UNKNOWN
     assert read_claim("\x00\ufffd" * 1000).status == UNKNOWN
 
@@ -89,7 +96,7 @@ def test_the_same_answer_always_reads_the_same() -> None:
     assert [read_claim(r["answer"]) for r in rows] == [read_claim(r["answer"]) for r in rows]
 
 
-def test_the_readme_states_the_measured_figures() -> None:
+def test_the_guide_states_the_measured_figures() -> None:
     readme = " ".join(documentation().split())
     for name, (answers, right, false_success) in MEASURED.items():
         share = f"{100 * right / answers:.1f} %"
@@ -112,7 +119,8 @@ def test_the_agent_contracts_hook_reads_with_the_rules_and_maps_onto_its_claims(
     handed = inferred_claim.infer_claim("I've escalated this to a specialist who will contact you.")
     assert (handed.status, handed.claimed) == ("ESCALATED", "PARTIAL")
     assert handed.describe() == (
-        f"not stated; read from the final answer as ESCALATED (claimed as PARTIAL) by {RULES_ID}"
+        f"not stated; read from the final answer as ESCALATED (claimed as PARTIAL) by {RULES_ID} "
+        "(rule escalated, confidence 0.90)"
     )
     assert inferred_claim.infer_claim(None).claimed == "UNKNOWN"
     monkeypatch.setattr(inferred_claim, "CLAIM_READER_MODULE", "evaluation.no_such_reader")

@@ -333,7 +333,11 @@ def test_status_and_claim_are_optional(stub: Any, endpoint: TwinEndpoint, demo_t
     result = run_http_case(HttpAgent(server.url), case, request, endpoint)
     assert (result.status, result.claimed_outcome) == ("completed", "SUCCESS")
     assert [(f.label, f.field, f.message) for f in result.findings] == [
-        ("CLAIM_INFERRED", "claimed_outcome", "not stated; read from the final answer as SUCCESS by rules-v1")
+        (
+            "CLAIM_INFERRED",
+            "claimed_outcome",
+            "not stated; read from the final answer as SUCCESS by rules-v2 (rule succeeded, confidence 0.90)",
+        )
     ]
     assert result.tool_calls == () and result.model_kind == "unknown"
     stated = stub(reply(200, {"output": "Done!", "claimed_outcome": "failure"}))

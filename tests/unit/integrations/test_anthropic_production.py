@@ -81,7 +81,7 @@ def test_a_tool_loop_becomes_spans_with_an_inferred_claim(captured: Captured) ->
     chats = [s for s in captured.spans() if s.name.startswith("chat ")]
     assert len(chats) == 3 and (chats[0].attributes or {})["gen_ai.usage.input_tokens"] == 10
     root = captured.root_attributes()
-    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v1")
+    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v2")
     assert root["agenttwin.subject"] == "order:ORD-1001"
     spans, _ = captured.events()
     assert {s.trace_id for s in spans} == {trace_id}  # type: ignore[attr-defined]

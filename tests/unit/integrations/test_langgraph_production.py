@@ -74,7 +74,7 @@ def test_tool_calls_and_the_answer_become_spans_with_an_inferred_claim(captured:
     assert tools["execute_tool refund_payment"]["agenttwin.tool.result_status"] == "timeout"  # the 504
     root = captured.root_attributes()
     assert root["agenttwin.outcome.claimed"] == "SUCCESS"
-    assert root["agenttwin.outcome.claim_inferred_by"] == "rules-v1"
+    assert root["agenttwin.outcome.claim_inferred_by"] == "rules-v2"
     assert root["agenttwin.subject"] == "order:ORD-1001"
     assert root["agenttwin.outcome.tool"] == "refund_payment"
     assert "gen_ai.output.messages" not in root  # content capture is off: the answer itself stays here
@@ -95,7 +95,7 @@ def test_a_verification_by_order_id_turns_into_a_contradiction(captured: Capture
         out += outcome_join.handle(o_store, event)
     (alert,) = [e for e in out if isinstance(e, ContradictionDetected)]
     assert (alert.trace_id, alert.tool, alert.subject) == (trace_id, "refund_payment", "order:ORD-1001")
-    assert (alert.agent, alert.agent_version, alert.claim_inferred_by) == ("support-refund-agent", "1.3.0", "rules-v1")
+    assert (alert.agent, alert.agent_version, alert.claim_inferred_by) == ("support-refund-agent", "1.3.0", "rules-v2")
 
 
 @pytest.mark.parametrize(

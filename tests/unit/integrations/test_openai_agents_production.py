@@ -91,7 +91,7 @@ def test_tool_calls_and_the_final_output_become_spans_with_an_inferred_claim(cap
     assert calls["execute_tool lookup_order"]["agenttwin.tool.result_status"] == "ok"
     assert calls["execute_tool refund_payment"]["agenttwin.tool.result_status"] == "rate_limited"
     root = captured.root_attributes()
-    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v1")
+    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v2")
     assert (root["agenttwin.subject"], root["agenttwin.agent.version"]) == ("order:ORD-7", "2.0.0")
     spans, links = captured.events()
     tool = next(s for s in spans if getattr(s, "tool_name", None) == "refund_payment")

@@ -81,7 +81,7 @@ def test_a_closed_entry_keeps_the_write_tool_and_subject_a_late_alert_names() ->
     assert closed["closed"] and "answer" not in closed and "inferred" not in closed
     assert [call[1] for call in closed["calls"].values()] == ["refund_payment"]  # the last write only
     (alert,) = _alerts(join.handle(store, _verified("FAILURE", AT + HORIZON + timedelta(minutes=1))), "contradiction")
-    assert (alert.tool, alert.subject, alert.claim_inferred_by) == ("refund_payment", "order:ORD-1001", "rules-v1")
+    assert (alert.tool, alert.subject, alert.claim_inferred_by) == ("refund_payment", "order:ORD-1001", "rules-v2")
     assert alert.claimed_status == "SUCCESS"
 
 

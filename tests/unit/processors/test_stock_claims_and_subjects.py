@@ -125,10 +125,10 @@ def test_a_stock_trace_verified_by_trace_id_gives_an_inferred_contradiction_nami
         TRACE.hex(), "FAILURE", True, "external_callback", "refund_count: 2", tenant="acme", at=AT
     )
     (alert,) = _alerts(_run([*spans, *links, verification]))
-    assert (alert.claimed_status, alert.claim_inferred_by, alert.verified_status) == ("SUCCESS", "rules-v1", "FAILURE")
+    assert (alert.claimed_status, alert.claim_inferred_by, alert.verified_status) == ("SUCCESS", "rules-v2", "FAILURE")
     assert (alert.tool, alert.subject, alert.tenant) == ("refund_payment", "order:ORD-1001", "acme")
     assert (alert.agent, alert.agent_version) == ("support-refund-agent", "1.3.0")
-    assert "inferred by rules-v1 from the final answer" in alert.detail
+    assert "inferred by rules-v2 from the final answer" in alert.detail
 
 
 @pytest.mark.parametrize("verification_first", [True, False])
@@ -210,7 +210,7 @@ def test_a_claim_that_is_not_success_is_never_a_contradiction(answer: str, claim
     out = _run([*spans, *links, verification])
     assert _alerts(out) == []
     reads = [e for e in out if isinstance(e, ClaimRead)]
-    assert reads[-1].claimed_status == claim and reads[-1].claim_inferred_by == "rules-v1"
+    assert reads[-1].claimed_status == claim and reads[-1].claim_inferred_by == "rules-v2"
 
 
 def test_a_stated_claim_wins_over_the_final_answer() -> None:
@@ -266,7 +266,7 @@ def test_an_inferred_claim_awaits_verification_only_after_a_write() -> None:
     later = AT + timedelta(hours=3)
     spans, links = stock_trace()
     (never,) = _alerts(_run([*spans, *links], ticks_at=later), "claim_never_verified")
-    assert never.claim_inferred_by == "rules-v1" and never.tool == "refund_payment"
+    assert never.claim_inferred_by == "rules-v2" and never.tool == "refund_payment"
     read_only = [s for s in spans if s.span_id != CHILD.hex()]  # type: ignore[attr-defined]
     assert _alerts(_run(read_only, ticks_at=later), "claim_never_verified") == []
 
