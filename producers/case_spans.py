@@ -14,6 +14,8 @@ from datetime import timedelta
 from typing import Any
 
 from evaluation.case import CaseRun
+from producers.agents.inferred_claim import inferred_by_of
+from producers.sdk.attributes import OUTCOME_CLAIM_INFERRED_BY
 from streams import ids
 from streams.convert import case_time
 from streams.events import SpanRecorded
@@ -68,6 +70,9 @@ def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded
         tool = riskiest_tool([str(c.get("name", "")) for c in case.claimed_calls], risk_by_tool)
         if tool:
             root_attrs[OUTCOME_TOOL_ATTRIBUTE] = tool
+        inferred_by = inferred_by_of(case.claim_findings)
+        if inferred_by:  # the agent stated none: who read it from the answer, as on production traces
+            root_attrs[OUTCOME_CLAIM_INFERRED_BY] = inferred_by
     if case.business_outcome:
         root_attrs["agenttwin.outcome.business"] = case.business_outcome
     if case.agent_finding:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from evaluation.claim_reader import ClaimReading, read_claim
+from evaluation.contradiction import disproved_write
 from streams import ids
 from streams.events import ClaimRead, SpanRecorded
 from streams.span_reading import SpanReading, answer_rank
@@ -48,11 +49,6 @@ def calls_in_order(entry: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     return [(c[1], c[2], c[3]) for _, c in sorted(calls.items(), key=lambda kv: (kv[1][0], kv[0]))]
 
 
-def last_write_tool(entry: dict[str, Any]) -> str | None:
-    writes = [tool for tool, _, write in calls_in_order(entry) if write]
-    return writes[-1] if writes else None
-
-
 def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[str, Any] | None:
     """The claim read from the trace's final answer, as the join's claim record (None without an answer)."""
     answer = entry.get("answer")
@@ -83,17 +79,6 @@ def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[s
     }
 
 
-def alert_subject(entry: dict[str, Any], tool: str | None, named: str | None) -> str | None:
-    """The subject an alert names: the verification's, else the one the alert's tool acted on, else the first."""
-    if named:
-        return named
-    subjects: dict[str, str | None] = entry.get("subjects", {})
-    for subject, by in subjects.items():
-        if tool is not None and by == tool:
-            return subject
-    return next(iter(subjects), None)
-
-
 def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | None = None) -> ClaimRead | None:
     """A ClaimRead when the trace's reading changed since the last one (and mark it emitted), else None.
 
@@ -115,7 +100,8 @@ def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | 
             "agent_version": entry.get("agent_version"),
             "tools": [tool for tool, _, _ in calls],
             "failed_tools": [tool for tool, failed, _ in calls if failed],
-            "write_tool": last_write_tool(entry),
+            # the write a verification by trace id would name (one rule: evaluation/contradiction.py)
+            "write_tool": disproved_write(calls, entry.get("subjects", {}), None, claim.get("tool"))[0],
             "subjects": sorted(entry.get("subjects", {})),
             "final_answer": answer.get("text"),
             **claimed,
@@ -139,11 +125,9 @@ def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | 
 
 __all__ = [
     "ClaimClassifier",
-    "alert_subject",
     "calls_in_order",
     "claim_read",
     "inferred_claim",
-    "last_write_tool",
     "read_claim",
     "take_span",
 ]
