@@ -15,7 +15,6 @@ from typing import Any
 
 from evaluation.case import CaseRun
 from producers.agents.inferred_claim import inferred_by_of
-from producers.sdk.attributes import OUTCOME_CLAIM_INFERRED_BY
 from streams import ids
 from streams.convert import case_time
 from streams.events import SpanRecorded
@@ -24,6 +23,8 @@ from twin_engine.canonical import sha256_hex
 SERVICE = "agenttwin-simulator"
 # The riskiest tool the run called, on the claim itself, so an alert names it whatever order spans arrive in.
 OUTCOME_TOOL_ATTRIBUTE = "agenttwin.outcome.tool"
+# Who read the claim from the answer (producers/sdk/attributes.py; not imported: the sdk package is heavy)
+OUTCOME_CLAIM_INFERRED_BY = "agenttwin.outcome.claim_inferred_by"
 RISK_ORDER = {"ADMIN": 5, "WRITE_IRREVERSIBLE": 4, "EXECUTE": 3, "WRITE_REVERSIBLE": 2, "READ": 1}
 
 
