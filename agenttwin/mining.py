@@ -31,7 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluation.claim_reader import read_claim
 from streams.events import OutcomeVerified, SpanRecorded
+from streams.processors.trace_claims import inferred_claim, take_span
 from streams.span_reading import SpanReading, read_span
 from twin_engine.twin import Twin
 
@@ -73,6 +75,7 @@ class Draft:
     calls: list[MinedCall]
     verification: OutcomeVerified
     claimed: str | None = None  # what the trace claimed (`agenttwin.outcome.claimed`), if anything
+    claim_inferred_by: str | None = None  # set when `claimed` was read from the final answer (the join's reading)
     customer_id: str | None = None  # GUESS from the calls' arguments
     faults: list[tuple[list[str], dict[str, JSON]]] = field(default_factory=list)
     expectations: list[tuple[list[str], dict[str, JSON]]] = field(default_factory=list)
@@ -223,12 +226,29 @@ def draft(spans: Sequence[SpanRecorded], verification: OutcomeVerified, twin: Tw
         (s.attributes["agenttwin.outcome.claimed"] for s in spans if s.attributes.get("agenttwin.outcome.claimed")),
         verification.claimed_status,
     )
+    if d.claimed is None:  # stated nowhere: the claim as the outcome join read it from the final answer
+        d.claimed, d.claim_inferred_by = _claim_read_from_answer(spans, readings)
     d.customer_id = next(
         (str(c.arguments["customer_id"]) for c in calls if c.arguments and c.arguments.get("customer_id")), None
     )
     _faults(d)
     _expectations(d, evidence_of(verification))
     return d
+
+
+def _claim_read_from_answer(
+    spans: Sequence[SpanRecorded], readings: Sequence[SpanReading]
+) -> tuple[str | None, str | None]:
+    entry: dict[str, Any] = {}
+    for span, reading in zip(spans, readings, strict=True):
+        take_span(entry, span, reading)
+    claim = inferred_claim(entry, read_claim)
+    return (claim["status"], claim["inferred_by"]) if claim is not None else (None, None)
+
+
+def _claimed(d: Draft) -> str:
+    by = f" (read from its final answer by {d.claim_inferred_by})" if d.claim_inferred_by else ""
+    return f"{d.claimed}{by}" if d.claimed else "nothing"
 
 
 def _faults(d: Draft) -> None:
@@ -325,7 +345,7 @@ def _call_line(call: MinedCall) -> str:
 def _description(d: Draft) -> str:
     evidence = evidence_of(d.verification)
     said = evidence.get("note") if evidence and isinstance(evidence.get("note"), str) else d.verification.reason
-    claimed = f"claimed {d.claimed}; " if d.claimed else ""
+    claimed = f"claimed {_claimed(d)}; " if d.claimed else ""
     return f"Production trace {d.trace_id}: the agent {claimed}verified {d.verification.status}. {said}"[:1000]
 
 
@@ -333,7 +353,7 @@ def render(d: Draft, twin: Twin) -> str:
     v = d.verification
     lines = [
         f"# Mined by `agenttwin mine` from production trace {d.trace_id} (tenant {d.tenant}).",
-        f"# The agent ({d.agent}) claimed {d.claimed or 'nothing'}; {v.source} verified {v.status}.",
+        f"# The agent ({d.agent}) claimed {_claimed(d)}; {v.source} verified {v.status}.",
         "# Lines marked GUESS are inferred: review them, then set metadata.generated.reviewed to true.",
         "apiVersion: agenttwin.dev/v1",
         "kind: Scenario",

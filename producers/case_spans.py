@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from evaluation.case import CaseRun
+from producers.agents.inferred_claim import inferred_by_of
 from streams import ids
 from streams.convert import case_time
 from streams.events import SpanRecorded
@@ -22,6 +23,8 @@ from twin_engine.canonical import sha256_hex
 SERVICE = "agenttwin-simulator"
 # The riskiest tool the run called, on the claim itself, so an alert names it whatever order spans arrive in.
 OUTCOME_TOOL_ATTRIBUTE = "agenttwin.outcome.tool"
+# Who read the claim from the answer (producers/sdk/attributes.py; not imported: the sdk package is heavy)
+OUTCOME_CLAIM_INFERRED_BY = "agenttwin.outcome.claim_inferred_by"
 RISK_ORDER = {"ADMIN": 5, "WRITE_IRREVERSIBLE": 4, "EXECUTE": 3, "WRITE_REVERSIBLE": 2, "READ": 1}
 
 
@@ -68,6 +71,9 @@ def case_spans(case: CaseRun, *, evaluation_id: str | None) -> list[SpanRecorded
         tool = riskiest_tool([str(c.get("name", "")) for c in case.claimed_calls], risk_by_tool)
         if tool:
             root_attrs[OUTCOME_TOOL_ATTRIBUTE] = tool
+        inferred_by = inferred_by_of(case.claim_findings)
+        if inferred_by:  # the agent stated none: who read it from the answer, as on production traces
+            root_attrs[OUTCOME_CLAIM_INFERRED_BY] = inferred_by
     if case.business_outcome:
         root_attrs["agenttwin.outcome.business"] = case.business_outcome
     if case.agent_finding:

@@ -260,7 +260,8 @@ class _Handler(JsonHandler):
 
     def do_GET(self) -> None:
         if urlsplit(self.path).path == "/healthz":
-            self.send_json(200, {"status": "ok", "agent_name": self.server.app.name})
+            app = self.server.app  # the agent contract's probe: who answers, which version
+            self.send_json(200, {"status": "ok", "agent_name": app.name, "agent_version": app.version})
         else:
             self.send_error_json(404, "NOT_FOUND", "No such route.")
 
@@ -273,7 +274,7 @@ class _Handler(JsonHandler):
         except BodyError as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return
-        if not isinstance(body.get("input"), str):
+        if not isinstance(body.get("input"), str) and body.get("preflight") is not True:
             self.send_error_json(400, "INVALID_REQUEST", "input is required and must be a string.")
             return
         status, reply = self.server.app.answer(body)

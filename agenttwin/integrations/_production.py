@@ -9,7 +9,8 @@ answer; `ProductionRun` turns them into the SDK's spans (producers/sdk/tracing.p
   401/403 → `denied`, else `error`), so a thin tool that returns a 504 as data is not an OK call;
 - the claim: the one the agent stated (`claim()`), else the final answer read by the claim reader
   (evaluation/claim_reader.py) and marked `agenttwin.outcome.claim_inferred_by` — the answer text itself
-  leaves the process only as the SDK's content policy allows (off by default);
+  leaves the process only as the SDK's content policy allows (off by default), as the run span's
+  `gen_ai.output.messages`, where the receiver reads it as the trace's final answer;
 - business subjects: `set_subject("order:ORD-1001")`, and the `*_id` arguments of write tools (declared in
   `risks`, else by name: streams/span_reading.is_write_tool) — `subjects_from_arguments=False` turns that
   off. A verification that names only the subject then finds the trace;
@@ -125,6 +126,8 @@ class ProductionRun(AbstractContextManager["ProductionRun"]):
     def _claim(self) -> None:
         if self.run is None:
             return
+        if self.answer is not None:  # the trace holds its answer as far as the content policy allows
+            self.run.set_output([{"role": "assistant", "parts": [{"type": "text", "content": self.answer}]}])
         if self._stated is not None:
             self.run.claim_outcome(*self._stated)
             return

@@ -65,8 +65,15 @@ _NEGATION_CUES = frozenset({"not", "no", "never", "none", "nothing", "neither", 
 # Words between a negation and what it negates ("not able to block", "hasn't been recorded").
 _NEGATION_SKIP = frozenset(
     {"able", "been", "being", "have", "going", "allowed", "possible", "even", "currently", "still", "really",
-     "quite", "longer", "always", "ever", "fully", "already", "yet"}
+     "quite", "longer", "always", "ever", "fully", "already", "yet", "appear", "appears", "seem", "seems", "show",
+     "shows", "look", "looks"}
 )  # fmt: skip
+# Words customer-service replies use for the same thing, one concept each: used only to count a statement's
+# words in the answer (a met statement), never to fail one.
+_CONCEPTS = {
+    **dict.fromkeys(("speci", "colle", "human", "perso", "super", "exper", "repre", "staff", "team"), "person"),
+    **dict.fromkeys(("finis", "compl", "handl", "resol"), "finish"),
+}
 # Verbs that make "does not X …" a statement about what the answer leaves out.
 _MENTION_VERBS = frozenset(
     {"mention", "reveal", "disclose", "include", "contain", "share", "say", "state", "give", "quote",
@@ -96,8 +103,25 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;:])\s+|\n+")
 _QUOTED = re.compile(r'"([^"\n]{1,200})"|“([^”\n]{1,200})”')
 _EMAIL = re.compile(r"\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}\b")
-_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
-_TIME = re.compile(r"\b\d{1,2}:\d{2}\b")
+_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?:,?\s+(?P<year>\d{4}))?"
+_WORD_DATES = (
+    re.compile(rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}"),  # May 21, 2024 / May 21st
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR}"),  # 21 May 2024
+)
+_TIME = re.compile(r"\b(\d{1,2}):(\d{2})(?::\d{2})?(?:\s?([ap])\.?m\b\.?)?|\b(\d{1,2})\s?([ap])\.?m\b\.?")
+_CARD = re.compile(r"\bending (?:in |with )?(\d{4})\b")  # a card's last four digits
+# A booking code as agents write it: six capitals and digits, not letters-then-digits (that is a prefix id)
+_CODE = re.compile(r"(?<![\w-])(?=[A-Z0-9]{0,5}[A-Z])[A-Z0-9]{6}(?![\w-])")
+_PREFIX_ID = re.compile(r"[a-z]+\d+")
+# Words after a number that are no unit of it ("9448 was used", "2 and 3")
+_NOT_UNITS = frozenset(
+    {"was", "is", "are", "and", "or", "to", "for", "on", "at", "in", "of", "the", "a", "an", "per", "by", "has",
+     "had", "be", "it", "as", "if", "so", "with", "from", "you", "your", "we", "i"}
+)  # fmt: skip
 _NUMBER_UNIT = re.compile(r"\b\d+(?:-[a-z]+)+\b")  # 30-day, 24-hour: a number and its unit
 _ID = re.compile(r"#?\b(?=[\w-]{0,63}\d)(?=[\w-]{0,63}[a-z])[a-z0-9][\w-]{2,63}\b")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
@@ -189,7 +213,7 @@ def _numbers(text: str) -> tuple[Number, ...]:
             kind = f"money:{_CURRENCY_WORDS[word]}"
         elif before:
             kind = f"money:{before.group(1)}"
-        elif word and not word.isdigit():
+        elif word and not word.isdigit() and word not in _NOT_UNITS:
             kind = f"unit:{_stem(word)}"
         else:
             kind = "bare"
@@ -211,8 +235,58 @@ def _shown(raw: str, kind: str, sign: str | None, word: str | None) -> str:
 
 
 def _shown_id(ident: str) -> str:
-    """Ids the way they are usually written: `ORD-1003`, `HAT124`; others as they are."""
+    """Ids the way they are usually written: `ORD-1003`, `HAT124`, `FQ8APE`; dates and times without tags."""
+    kind = _id_kind(ident)
+    if kind == "code":
+        return ident[5:].upper()
+    if kind == "card":
+        return f"the card ending in {ident[5:]}"
+    if kind in ("date", "time"):
+        return ident[5:].removeprefix("--")
     return ident.upper() if re.fullmatch(r"[a-z]+-?\d[a-z0-9-]*", ident) else ident
+
+
+def _iso_date(match: re.Match[str]) -> str:
+    return f"date:{match.group(1)}-{match.group(2)}-{match.group(3)}"
+
+
+def _word_date(match: re.Match[str]) -> str:
+    month = _MONTHS.index(match.group("month")) + 1
+    year = match.group("year") or "-"  # no year: `date:--05-21`
+    return f"date:{year}-{month:02d}-{int(match.group('day')):02d}"
+
+
+def _time(match: re.Match[str]) -> str:
+    """`time:HH:MM` on a 24-hour clock: 1:00 PM = 13:00 = 13:00:00; 9 am = 09:00."""
+    hour = int(match.group(1) or match.group(4))
+    minute = int(match.group(2) or 0)
+    half = match.group(3) or match.group(5)
+    if half == "p" and hour < 12:
+        hour += 12
+    elif half == "a" and hour == 12:
+        hour = 0
+    return f"time:{hour:02d}:{minute:02d}"
+
+
+def _card(match: re.Match[str]) -> str:
+    return f"card:{match.group(1)}"
+
+
+def _same_fact(a: str, b: str) -> bool:
+    """Equal ids; a date without a year is the same date as one with it when the month and day agree."""
+    if a == b:
+        return True
+    if a.startswith("date:") and b.startswith("date:"):
+        return a[-5:] == b[-5:] and "date:--" in (a[:7], b[:7])
+    return False
+
+
+def _id_kind(ident: str) -> str:
+    """What an id is an id of: `date:`, `time:`, `card:`, `code:` (a booking code), else its prefix."""
+    head, colon, _ = ident.partition(":")
+    if colon and head in ("date", "time", "card", "code"):
+        return head
+    return _prefix(ident)
 
 
 def facts_of(text: str, *, with_quotes: bool) -> Facts:
@@ -225,15 +299,19 @@ def facts_of(text: str, *, with_quotes: bool) -> Facts:
             if phrase:
                 quotes.append(phrase)
         folded = _QUOTED.sub(" ", _fold(text)) if quotes else folded
-    ids: list[str] = []
-    for pattern in (_EMAIL, _DATE, _TIME):
-        ids.extend(m.group(0) for m in pattern.finditer(folded))
+    ids: list[str] = [f"code:{m.group(0).casefold()}" for m in _CODE.finditer(text)]
+    ids = [i for i in ids if not _PREFIX_ID.fullmatch(i.removeprefix("code:"))]
+    ids.extend(m.group(0) for m in _EMAIL.finditer(folded))
+    folded = _EMAIL.sub(" ", folded)
+    for pattern, read in ((_DATE, _iso_date), *((p, _word_date) for p in _WORD_DATES), (_TIME, _time), (_CARD, _card)):
+        ids.extend(read(m) for m in pattern.finditer(folded))
         folded = pattern.sub(" ", folded)
     units = " ".join(m.group(0).replace("-", " ") for m in _NUMBER_UNIT.finditer(folded))
     folded = _NUMBER_UNIT.sub(" ", folded) + " " + units
+    codes = {i.removeprefix("code:") for i in ids if i.startswith("code:")}
     for match in _ID.finditer(folded):
         token = match.group(0).lstrip("#")
-        if not _ORDINAL.match(token):
+        if not _ORDINAL.match(token) and token not in codes:
             ids.append(token)
     folded = _ID.sub(" ", folded)
     return Facts(_numbers(folded), tuple(dict.fromkeys(ids)), tuple(quotes))
@@ -328,11 +406,11 @@ def _missing_facts(facts: Facts, answer: Answer) -> tuple[list[str], list[str]]:
         missing.append(number.text)
         rivals.extend(n.text for n in answer.facts.numbers if number.rival(n))
     for ident in facts.ids:
-        if ident in answer.facts.ids:
+        if any(_same_fact(ident, o) for o in answer.facts.ids):
             continue
         missing.append(_shown_id(ident))
-        prefix = _prefix(ident)
-        rivals.extend(_shown_id(o) for o in answer.facts.ids if o != ident and _prefix(o) == prefix)
+        kind = _id_kind(ident)  # a time is never a rival of a date, nor a booking code of a flight number
+        rivals.extend(_shown_id(o) for o in answer.facts.ids if _id_kind(o) == kind)
     return missing, rivals
 
 
@@ -359,7 +437,7 @@ def decide(statement: str, answer: Answer) -> Decision:
     if rivals:
         return Decision(FAILED, f"the answer gives {rivals[0]} where the rubric says {missing[0]}")
 
-    contradiction = _negation_conflict(tokens, polarity, answer)
+    contradiction = _negation_conflict(tokens, polarity, facts.ids, answer)
     if contradiction is not None:
         return Decision(FAILED, contradiction)
     if missing:
@@ -369,23 +447,52 @@ def decide(statement: str, answer: Answer) -> Decision:
         return Decision(UNKNOWN, "the answer does not repeat the rubric's negation")
     if facts.any:
         return Decision(MET, "every number, id and phrase of the statement is in the answer")
-    stems = _content_stems(tokens)
-    found = stems & answer.stems
+    stems = {_CONCEPTS.get(stem, stem) for stem in _content_stems(tokens)}
+    found = stems & {_CONCEPTS.get(stem, stem) for stem in answer.stems}
     if len(found) >= 2 and Decimal(len(found)) >= _OVERLAP * len(stems):
         return Decision(MET, f"{len(found)} of its {len(stems)} content words are in the answer")
     return Decision(UNKNOWN, f"only {len(found)} of its {len(stems)} content words are in the answer")
 
 
-def _negation_conflict(tokens: Sequence[str], polarity: Polarity, answer: Answer) -> str | None:
+def _action_stems(tokens: Sequence[str], polarity: Polarity) -> set[str]:
+    """Stems a sentence affirms as actions: not negated, and not a noun such as "cancellation" (a policy's
+    "cancellation window" says nothing about whether anything was cancelled)."""
+    return {s for i, t in enumerate(tokens) if i not in polarity.negated_positions and _is_content(t)
+            and not t.endswith(("tion", "tions")) for s in (_stem(t),)}  # fmt: skip
+
+
+def _about(ids: Sequence[str], answer: Answer) -> tuple[tuple[str, ...], ...]:
+    """The answer's sentences that name one of the statement's ids (its subject); all of them when none does."""
+    names = [f" {i.removeprefix('code:').replace('-', ' ')} " for i in ids if ":" not in i or i.startswith("code:")]
+    named = tuple(s for s in answer.sentences if any(n in f" {' '.join(s)} " for n in names))
+    return named or answer.sentences
+
+
+def _affirmation_conflict(tokens: Sequence[str], polarity: Polarity, ids: Sequence[str], answer: Answer) -> str | None:
+    """The statement affirms what the answer, about the same subject, only negates; or it reports an action
+    done ("the downgrade was completed") where the answer says it could not go ahead with it."""
+    about = _about(ids, answer)
+    readings = [(s, polarity_of(s)) for s in about]
+    affirmed = _affirmed_stems(tokens, polarity)
+    said = set().union(*(_action_stems(s, p) for s, p in readings)) if readings else set()
+    for stem in sorted(affirmed):
+        if any(stem in p.negated for _, p in readings) and stem not in said:
+            return f"the answer negates '{stem}…', which the rubric affirms"
+    done = {_stem(t) for t in tokens if t in _DONE_WORDS}
+    topic = affirmed - done
+    for stem in sorted(done):
+        if stem in said:
+            continue
+        for sentence, p in readings:
+            if _content_stems(sentence) & topic and p.negated & {stem, "proce"}:
+                return f"the answer says it could not go ahead with what the rubric reports {stem}…"
+    return None
+
+
+def _negation_conflict(tokens: Sequence[str], polarity: Polarity, ids: Sequence[str], answer: Answer) -> str | None:
     """Why the answer says the opposite of the statement, or None."""
     if not polarity.negated:
-        # An affirmed word of the statement that the answer only ever negates.
-        affirmed = _affirmed_stems(tokens, polarity)
-        answer_affirmed = _affirmed_stems(answer.tokens, answer.polarity)
-        for stem in sorted(affirmed & answer.polarity.negated):
-            if stem not in answer_affirmed:
-                return f"the answer negates '{stem}…', which the rubric affirms"
-        return None
+        return _affirmation_conflict(tokens, polarity, ids, answer)
     first_cue = polarity.cue_positions[0]
     topic = _content_stems(tokens[:first_cue])
     if not topic:

@@ -238,8 +238,8 @@ class _DemoHandler(JsonHandler):
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
-        if path == "/healthz":
-            self.send_json(200, {"status": "ok"})
+        if path == "/healthz":  # the agent contract's probe: who answers, which versions
+            self.send_json(200, {"status": "ok", "agent_name": AGENT_NAME, "versions": demo_manifest_versions()})
         elif path == "/versions":
             versions = demo_manifest_versions()
             self.send_json(200, {"agent": AGENT_NAME, "versions": versions, "latest": versions[-1]})

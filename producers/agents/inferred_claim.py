@@ -12,7 +12,11 @@ success (evaluation/contradiction.py), so a missing reader can hide a contradict
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from evaluation.case import ClaimFinding
 
 UNKNOWN = "UNKNOWN"
 CLAIM_INFERRED = "CLAIM_INFERRED"  # the claim finding that marks an inferred claim
@@ -63,3 +67,16 @@ def infer_claim(output: str | None) -> InferredClaim:
         getattr(reading, "rule", None),
         float(confidence) if isinstance(confidence, (int, float)) else None,
     )
+
+
+
+_READ_BY = re.compile(r"\bby ([\w.:-]+)")  # describe()'s "... as SUCCESS by rules-v1"
+
+
+def inferred_by_of(findings: Iterable[ClaimFinding]) -> str | None:
+    """Who read the claim, from a case's CLAIM_INFERRED finding (as describe() wrote it); None: stated."""
+    for finding in findings:
+        if finding.label == CLAIM_INFERRED:
+            found = _READ_BY.search(finding.message)
+            return found.group(1) if found else NO_READER
+    return None

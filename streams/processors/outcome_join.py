@@ -18,16 +18,17 @@ carry the same facts).
 
 State stays bounded. One horizon after an entry's last event it is *closed*: its one-sided outcomes are
 reported, then it shrinks to what a late claim or verification needs (`_compact`): the claim, the
-verifications unless a stated claim was compared with them, the subjects and the last write call (an alert
-names them), the reading last emitted and the alerts sent; a late verification is still compared with that
-claim, a late span counts only when it states a claim (the reading stays as it was, with that claim: revisions
-go on), a duplicate changes nothing. One `retention` later the closed entry is evicted (a tombstone on Kafka);
-an event received at or before the last event of an evicted entry (a redelivered duplicate: Kafka does not
-dedupe by event id) is then ignored, so it can neither reopen the entry nor alert again. A span of the trace
-received later still opens a new entry: its alerts are its own, and its ClaimRead revisions start again from 1
-(they do not replace the higher revision in `claims`). The timer finds due entries through a time index kept
-in the store (`_expiry.TimeIndex`), never by scanning it; simulated entries have their own index, on the
-simulations' clock (their events all carry pinned times, so they are never taken for late ones).
+verifications unless a stated claim was compared with them, the subjects and the write calls an alert may name
+(evaluation/contradiction.disproved_write), the reading last emitted and the alerts sent; a late verification
+is still compared with that claim, a late span counts only when it states a claim (the reading stays as it
+was, with that claim: revisions go on), a duplicate changes nothing. One `retention` later the closed entry is
+evicted (a tombstone on Kafka); an event received at or before the last event of an evicted entry (a
+redelivered duplicate: Kafka does not dedupe by event id) is then ignored, so it can neither reopen the entry
+nor alert again. A span of the trace received later still opens a new entry: its alerts are its own, and its
+ClaimRead revisions start again from 1 (they do not replace the higher revision in `claims`). The timer finds
+due entries through a time index kept in the store (`_expiry.TimeIndex`), never by scanning it; simulated
+entries have their own index, on the simulations' clock (their events all carry pinned times, so they are
+never taken for late ones).
 """
 
 from __future__ import annotations
@@ -38,18 +39,16 @@ from typing import Any
 
 from evaluation.claim_reader import read_claim
 from evaluation.claim_status import describe_inference
-from evaluation.contradiction import is_contradiction
+from evaluation.contradiction import disproved_write, is_contradiction
 from streams import ids
 from streams.events import ContradictionDetected, Event, OutcomeVerified, SpanRecorded
 from streams.processors._expiry import INDEX_PREFIX, TimeIndex, check_entity_key
 from streams.processors.base import Processor, Store
 from streams.processors.trace_claims import (
     ClaimClassifier,
-    alert_subject,
     calls_in_order,
     claim_read,
     inferred_claim,
-    last_write_tool,
     take_span,
 )
 from streams.span_reading import read_span
@@ -220,17 +219,19 @@ class OutcomeJoin(Processor):
         """A closed entry: what a late claim or verification needs, not the spans' detail.
 
         Verifications go once a stated claim was compared with them; with a claim read from the answer
-        they stay, for a stated claim may still replace it. Of the tool calls only the last write stays
-        (an alert names it; `_awaits_verification` asks whether there was one); the answer and the cached
-        reading of it go (the reading last emitted stays, so revisions go on)."""
+        they stay, for a stated claim may still replace it. Of the tool calls only the first write and the
+        last failed one stay (an alert names one of them; `_awaits_verification` asks whether there was
+        one); the answer and the cached reading of it go (the reading last emitted stays, so revisions go on)."""
         claim = entry["claim"]
         stated = claim is not None and not claim.get("from_answer")
         matched = bool(entry.get("matched")) or (claim is not None and bool(entry["verified"]))
         verified = {} if stated else entry["verified"]
-        writes = [(span_id, call) for span_id, call in entry.get("calls", {}).items() if call[3]]
-        last_write = max(writes, key=lambda item: (item[1][0], item[0]), default=None)
+        writes = sorted(
+            ((span_id, call) for span_id, call in entry.get("calls", {}).items() if call[3]),
+            key=lambda item: (item[1][0], item[0]),
+        )
         kept = {k: v for k, v in entry.items() if k not in ("answer", "inferred")}
-        calls = dict([last_write]) if last_write is not None else {}
+        calls = dict(writes[:1] + [w for w in writes if w[1][2]][-1:])  # what disproved_write may name
         return {**kept, "tools": {}, "calls": calls, "verified": verified, "matched": matched, "closed": True}
 
     def _alerts(self, entry: dict[str, Any]) -> list[Event]:
@@ -274,7 +275,7 @@ class OutcomeJoin(Processor):
         at = max(times)
         trace_id = entry["trace_id"]
         named = verified.subject if verified else None
-        tool = claim.get("tool") or (entry.get("subjects", {}).get(named) if named else None) or last_write_tool(entry)
+        tool, subject = disproved_write(calls_in_order(entry), entry.get("subjects", {}), named, claim.get("tool"))
         return ContradictionDetected(
             event_id=alert,
             occurred_at=at,
@@ -286,10 +287,11 @@ class OutcomeJoin(Processor):
             case_id=claim.get("case_id") or (verified.case_id if verified else None),
             evaluation_id=verified.evaluation_id if verified else None,
             scenario_name=claim.get("scenario"),
-            agent=claim.get("agent") or (verified.agent if verified else None),
+            # the trace's agent as its reading names it (v_production_traces), so one name everywhere
+            agent=entry.get("agent") or claim.get("agent") or (verified.agent if verified else None),
             agent_version=claim.get("agent_version") or (verified.agent_version if verified else None),
             tool=tool,
-            subject=alert_subject(entry, tool, named),
+            subject=subject,
             claim_inferred_by=claim.get("inferred_by"),
             claim_rule=claim.get("rule") if claim.get("inferred_by") else None,
             claim_confidence=claim.get("confidence") if claim.get("inferred_by") else None,

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from evaluation.claim_reader import CLAIM_RULE_SETS, DEFAULT_CLAIM_RULES, ClaimReading, read_claim
+from evaluation.contradiction import disproved_write
 from streams import ids
 from streams.events import ClaimRead, SpanRecorded
 from streams.span_reading import SpanReading, answer_rank
@@ -46,11 +47,6 @@ def calls_in_order(entry: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     """(tool, failed, write) per tool call, in the order the calls started (ties by span id)."""
     calls = entry.get("calls", {})
     return [(c[1], c[2], c[3]) for _, c in sorted(calls.items(), key=lambda kv: (kv[1][0], kv[0]))]
-
-
-def last_write_tool(entry: dict[str, Any]) -> str | None:
-    writes = [tool for tool, _, write in calls_in_order(entry) if write]
-    return writes[-1] if writes else None
 
 
 def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[str, Any] | None:
@@ -92,17 +88,6 @@ def _older_rules(inferred_by: str) -> bool:
     return inferred_by in CLAIM_RULE_SETS and inferred_by != DEFAULT_CLAIM_RULES
 
 
-def alert_subject(entry: dict[str, Any], tool: str | None, named: str | None) -> str | None:
-    """The subject an alert names: the verification's, else the one the alert's tool acted on, else the first."""
-    if named:
-        return named
-    subjects: dict[str, str | None] = entry.get("subjects", {})
-    for subject, by in subjects.items():
-        if tool is not None and by == tool:
-            return subject
-    return next(iter(subjects), None)
-
-
 def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | None = None) -> ClaimRead | None:
     """A ClaimRead when the trace's reading changed since the last one (and mark it emitted), else None.
 
@@ -125,7 +110,8 @@ def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | 
             "agent_version": entry.get("agent_version"),
             "tools": [tool for tool, _, _ in calls],
             "failed_tools": [tool for tool, failed, _ in calls if failed],
-            "write_tool": last_write_tool(entry),
+            # the write a verification by trace id would name (one rule: evaluation/contradiction.py)
+            "write_tool": disproved_write(calls, entry.get("subjects", {}), None, claim.get("tool"))[0],
             "subjects": sorted(entry.get("subjects", {})),
             "final_answer": answer.get("text"),
             **claimed,
@@ -149,11 +135,9 @@ def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | 
 
 __all__ = [
     "ClaimClassifier",
-    "alert_subject",
     "calls_in_order",
     "claim_read",
     "inferred_claim",
-    "last_write_tool",
     "read_claim",
     "take_span",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -99,16 +99,55 @@ def langgraph_model() -> Any:
     return ScriptedChatModel()
 
 
-def langgraph_agent(version: str) -> Any:
-    """Demo Co's agent as a LangGraph graph: a model node and LangGraph's ToolNode, looping."""
-    from langchain_core.messages import SystemMessage
+# A careful agent's own words for what Demo Co 1.2.4 does (its actions are the demo's, its wording is not)
+CAREFUL_WORDS = (
+    (
+        re.compile(r"^Done! I've refunded (?P<amount>.+?) for order (?P<order>ORD-\d+)\."),
+        "Your refund of {amount} for order {order} has been processed, and a confirmation is on its way to your "
+        "email. It should reach your original payment method within 5 business days.",
+    ),
+    (
+        re.compile(r"^A refund of (?P<amount>.+?) needs a specialist's approval"),
+        "A refund of {amount} is more than I can approve on my own, so I've passed your request to our refunds "
+        "team. A team member will review it and complete the refund for you shortly.",
+    ),
+    (
+        re.compile(r"not recorded"),
+        "The payment system accepted the refund, but when I checked your order afterwards the refund doesn't "
+        "appear as recorded. I've escalated it to our refunds team, and a team member will complete it for you; "
+        "there's no need to ask again.",
+    ),
+)
+
+
+def careful_words(text: str) -> str:
+    for pattern, words in CAREFUL_WORDS:
+        found = pattern.search(text)
+        if found:
+            return words.format(**found.groupdict())
+    return text
+
+
+def langgraph_agent(version: str, *, wording: Callable[[str], str] = str) -> Any:
+    """Demo Co's agent as a LangGraph graph: a model node and LangGraph's ToolNode, looping. `wording`
+    rewrites its final answers (careful_words: a careful third-party agent's own phrasing)."""
+    from langchain_core.messages import AIMessage, SystemMessage
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
     system = prompt(version)
 
     def build(tools: list[Any]) -> Any:
-        model = langgraph_model().bind_tools(tools)
+        scripted = langgraph_model().bind_tools(tools)
+
+        class Worded:
+            def invoke(self, messages: list[Any]) -> Any:
+                message = scripted.invoke(messages)
+                if isinstance(message, AIMessage) and not message.tool_calls and isinstance(message.content, str):
+                    return AIMessage(content=wording(message.content))
+                return message
+
+        model = Worded()
 
         def call_model(state: MessagesState) -> dict[str, Any]:
             return {"messages": [model.invoke([SystemMessage(system), *state["messages"]])]}

@@ -9,6 +9,7 @@ named by its reply (or `--candidate-name`), never by its URL: the same agent on 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -177,3 +178,97 @@ def test_a_new_port_is_not_a_new_agent(capsys: pytest.CaptureFixture[str], tmp_p
     assert code == 0, err
     doc = json.loads(out)
     assert doc["candidate"] == "refunds:1.3.0" and doc["baseline"] == "demo:1.2.4"
+
+
+class StrictAgent:
+    """A contract-following agent on the standard library that trusts its request: it indexes
+    `tools_base_url` and reads the order id out of the customer's message, so anything that is not a real
+    case makes its handler raise (the server then drops the connection). With `probe`, it also answers the
+    contract's probe, `GET /healthz`. Every POST it receives is kept; it forwards real cases to the demo agent."""
+
+    def __init__(self, demo_url: str, *, probe: bool) -> None:
+        self.posts: list[dict[str, Any]] = []
+        self.crashes: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if not probe or self.path != "/healthz":
+                    self.send_error(404)
+                    return
+                self.answer(200, {"status": "ok", "agent_name": "strict-bot", "versions": ["1.2.4"]})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.posts.append(body)
+                try:
+                    tools = body["tools_base_url"]  # a real case always has one
+                    order = re.search(r"ORD-\d+", body["input"])
+                    assert tools.startswith("http") and (order is not None or body["input"].strip())
+                except (KeyError, AssertionError, TypeError) as exc:
+                    outer.crashes.append(repr(exc))
+                    raise
+                self.answer(200, httpx.post(f"{demo_url}/run", json=body, timeout=30).json())
+
+            def answer(self, status: int, reply: dict[str, Any]) -> None:
+                raw = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        class Quiet(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # the crash is recorded above; no traceback on the test's stderr
+
+        self.server = Quiet(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_strict_agent_answering_the_probe_gets_only_real_cases(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, demo_url: str
+) -> None:
+    agent = StrictAgent(demo_url, probe=True)
+    try:
+        code, out, err = evaluate(capsys, tmp_path, "--candidate", f"{agent.url}#1.2.4")
+    finally:
+        agent.stop()
+    assert code == 0, err
+    assert agent.crashes == []
+    # no preflight POST at all: every request it was sent was a case, with its tools and a customer's message
+    assert len(agent.posts) == 9 and all(p.get("tools_base_url") and not p.get("preflight") for p in agent.posts)
+    assert not any("preflight" in p["input"].lower() for p in agent.posts)
+    doc = json.loads(out)
+    assert doc["candidate"] == "strict-bot:1.2.4" or doc["candidate"].endswith(":1.2.4")
+    assert {c["classification"] for c in doc["cases"]} == {"UNCHANGED"}
+
+
+def test_a_strict_agent_without_the_probe_is_noted_and_evaluated(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, demo_url: str
+) -> None:
+    """No GET /healthz: the fallback POST carries no customer message (nothing to run on); the agent's dropped
+    connection is a note on stderr, not a misconfiguration, and every case is run and graded."""
+    agent = StrictAgent(demo_url, probe=False)
+    try:
+        code, out, err = evaluate(capsys, tmp_path, "--candidate", f"{agent.url}#1.2.4")
+    finally:
+        agent.stop()
+    assert code == 0, err
+    probes = [p for p in agent.posts if p.get("preflight")]
+    assert len(probes) <= 1 and all("input" not in p for p in probes), probes
+    cases = [p for p in agent.posts if not p.get("preflight")]
+    assert len(cases) == 9 and all(p.get("tools_base_url") for p in cases)
+    assert "did not answer" in err or "no valid reply" in err or not probes, err
+    doc = json.loads(out)
+    assert {c["classification"] for c in doc["cases"]} == {"UNCHANGED"}

@@ -122,3 +122,27 @@ def test_the_guide_examples_are_ten_lines_or_fewer_and_use_the_integrations() ->
         module = {"langgraph": "langgraph", "openai-agents": "openai_agents", "anthropic": "anthropic"}[extra]
         assert f"from agenttwin.integrations.{module} import serve" in code
         assert "serve(" in lines[-1]
+
+
+def test_a_careful_langgraph_agent_gets_pass_from_the_gate_without_a_model_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LangGraph agent that does what Demo Co 1.2.4 does, in its own words ("doesn't appear as recorded",
+    "a team member will complete it"): with the offline judge (no model key) the demo suite's semantic checks
+    are decided, so the gate says PASS, not WARN on INCOMPLETE cases."""
+    from agenttwin.integrations import langgraph
+
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AGENTTWIN_JUDGE_PROVIDER", "AGENTTWIN_JUDGE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    careful = demo.langgraph_agent("1.2.4", wording=demo.careful_words)
+    with langgraph.server(careful, name="support-bot", version="1.2.4") as server:
+        code = main(
+            ["evaluate", "--baseline", "demo:1.2.4", "--candidate", server.url, "--gate", "--json", "--data-dir",
+             str(tmp_path)]
+        )  # fmt: skip
+        captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    incomplete = [c["scenario"] for c in doc["cases"] if c["classification"] == "INCOMPLETE"]
+    assert incomplete == [], incomplete
+    assert doc["gate"]["decision"] == "PASS", json.dumps(doc["gate"])[:2000]
+    assert code == 0, captured.err

@@ -1,5 +1,5 @@
 """The OpenAI Agents SDK (`pip install "agenttwin[openai-agents]"`): evaluation (`serve`, `server`,
-`agent`) and production (`instrument`, `openai_agents_run`) in one place."""
+`agent`) and production (`instrument`, `openai_agents_run`, `run_hooks`) in one place."""
 
 from agenttwin.integrations.openai_agents.evaluation import agent, runner, serve, server, tools_for
 from agenttwin.integrations.openai_agents.production import (
@@ -7,6 +7,7 @@ from agenttwin.integrations.openai_agents.production import (
     OpenAIAgentsRun,
     instrument,
     openai_agents_run,
+    run_hooks,
     tool_output,
 )
 
@@ -16,6 +17,7 @@ __all__ = [
     "agent",
     "instrument",
     "openai_agents_run",
+    "run_hooks",
     "runner",
     "serve",
     "server",

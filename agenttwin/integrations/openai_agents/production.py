@@ -12,6 +12,12 @@ _run.py says what is recorded), and `finish(result)` takes the run's final outpu
         result = await Runner.run(agent, text)
         run.finish(result)
 
+The final answer is found however the model is wrapped, no `finish` needed when the model opens a span: the
+last assistant text of a response span (the SDK's Responses model) or of a generation span (chat-completions
+and LiteLLM models) that requests no tool. A model that opens neither (a custom `Model`) gives its final
+output through the run's hooks, `Runner.run(agent, text, hooks=run_hooks(run))`, or through `finish(result)`,
+whose `final_output` wins over any of them (a structured output as its JSON).
+
 The Agents SDK hands its processors a tool's output as `str(output)` — for a dict, its Python repr — so the
 result is read as JSON, else as a Python literal (never evaluated beyond literals), to find the `error`
 field or HTTP status a thin tool returns. A tool that raised is an error whatever the agent made of it.
@@ -25,14 +31,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agents import add_trace_processor
+from agents import RunHooks, add_trace_processor
 from agents.tracing import Span, Trace, TracingProcessor
-from agents.tracing.span_data import FunctionSpanData
+from agents.tracing.span_data import FunctionSpanData, GenerationSpanData, ResponseSpanData
 
 from agenttwin.integrations._production import ProductionRun
 from streams.span_reading import MAX_JSON_CHARS, parse_json
 
-__all__ = ["AgentTwinTracingProcessor", "OpenAIAgentsRun", "instrument", "openai_agents_run", "tool_output"]
+__all__ = [
+    "AgentTwinTracingProcessor",
+    "OpenAIAgentsRun",
+    "instrument",
+    "openai_agents_run",
+    "run_hooks",
+    "tool_output",
+]
 
 _CURRENT: contextvars.ContextVar[OpenAIAgentsRun | None] = contextvars.ContextVar("agenttwin_openai_run", default=None)
 _installed: list[AgentTwinTracingProcessor] = []
@@ -84,6 +97,8 @@ class AgentTwinTracingProcessor(TracingProcessor):
     def on_span_end(self, span: Span[Any]) -> None:
         run = _CURRENT.get()
         data = span.span_data
+        if run is not None and isinstance(data, ResponseSpanData | GenerationSpanData):
+            run.model_answered(_model_answer(data))
         if run is None or not isinstance(data, FunctionSpanData):
             return
         error, arguments = span.error, _arguments(data.input)  # the SDK sets the input when the call ends
@@ -100,6 +115,60 @@ class AgentTwinTracingProcessor(TracingProcessor):
         pass
 
 
+def _model_answer(data: ResponseSpanData | GenerationSpanData) -> str | None:
+    """The assistant's text of one model turn, None when the turn requests a tool (or says nothing)."""
+    if isinstance(data, ResponseSpanData):
+        items = [_as_dict(item) for item in getattr(data.response, "output", None) or ()]
+        if any(
+            item.get("type") in ("function_call", "computer_call") or "call" in str(item.get("type")) for item in items
+        ):
+            return None
+        texts = [
+            str(part.get("text"))
+            for item in items
+            if item.get("type") == "message"
+            for part in item.get("content") or ()
+            if isinstance(part, dict) and part.get("text")
+        ]
+        return "".join(texts) or None
+    messages = [m for m in (_as_dict(m) for m in data.output or ()) if m.get("role") == "assistant"]
+    if not messages or messages[-1].get("tool_calls"):
+        return None
+    content = messages[-1].get("content")
+    if isinstance(content, list):
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) and content.strip() else None
+
+
+def _as_dict(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return item
+    dump = getattr(item, "model_dump", None)
+    value = dump() if callable(dump) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _output_text(output: Any) -> str | None:
+    """A final output as text: a string as it is, a structured output (pydantic) as its JSON."""
+    if output is None or isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump_json", None)
+    return str(dump()) if callable(dump) else str(output)
+
+
+class _AnswerHooks(RunHooks[Any]):
+    def __init__(self, run: OpenAIAgentsRun) -> None:
+        self._run = run
+
+    async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+        self._run.answered(_output_text(output))
+
+
+def run_hooks(run: OpenAIAgentsRun) -> RunHooks[Any]:
+    """Hooks for `Runner.run(..., hooks=...)` that hand the run the agent's final output, whatever the model."""
+    return _AnswerHooks(run)
+
+
 def instrument() -> AgentTwinTracingProcessor:
     """Add AgentTwin's trace processor to the Agents SDK (once per process; the SDK's own ones stay)."""
     if not _installed:
@@ -110,6 +179,8 @@ def instrument() -> AgentTwinTracingProcessor:
 
 
 class OpenAIAgentsRun(ProductionRun):
+    _final = False  # finish() gave the final output: model turns seen later no longer replace it
+
     def __enter__(self) -> OpenAIAgentsRun:
         super().__enter__()
         self._token = _CURRENT.set(self)
@@ -119,10 +190,15 @@ class OpenAIAgentsRun(ProductionRun):
         _CURRENT.reset(self._token)
         return super().__exit__(*exc)
 
+    def model_answered(self, text: str | None) -> None:
+        """A model turn's text, from its span: the answer unless a final output was given."""
+        if not self._final:
+            self.answered(text)
+
     def finish(self, result: Any) -> None:
         """Take the run's final output (a RunResult, or the output itself) as its final answer."""
-        output = getattr(result, "final_output", result)
-        self.answered(output if isinstance(output, str) else str(output) if output is not None else None)
+        self.answered(_output_text(getattr(result, "final_output", result)))
+        self._final = self._final or self.answer is not None
 
 
 @contextmanager

@@ -36,6 +36,7 @@ def test_what_is_sent_satisfies_the_request_schema(demo_twin: Twin) -> None:
     assert errors(schema("agent-run-request"), body) == []
     assert errors(schema("agent-run-request"), preflight_body(HttpAgent("http://127.0.0.1:1"))) == []
     assert errors(schema("agent-run-request"), {"session_id": "s"})  # the schema can say no
+    assert errors(schema("agent-run-request"), {**preflight_body(HttpAgent("http://127.0.0.1:1")), "input": "hi"})
     from dataclasses import replace
 
     from producers.agents.contract import Turn
@@ -85,7 +86,8 @@ def test_preflight_refuses_what_is_no_agent(stub: Any, status: int, value: Any, 
     assert message.startswith(f"the candidate agent at {server.url}/run ") and words in message, message
     assert "\n" not in message
     _, sent = server.requests[0]
-    assert sent["preflight"] is True and sent["tools"] == [] and sent["agent_version"] == "2.0"
+    # the stub serves no GET /healthz, so the POST form asked: no customer message, nothing to run on
+    assert sent == {"preflight": True, "run_context": {"source": "preflight"}, "agent_version": "2.0"}
 
 
 def test_preflight_refuses_a_closed_port() -> None:

@@ -29,7 +29,8 @@ def post_run(server: DemoAgentServer, body: Any, headers: dict[str, str] | None 
 
 
 def test_health_and_versions(demo: DemoAgentServer) -> None:
-    assert httpx.get(f"{demo.url}/healthz", timeout=5).json() == {"status": "ok"}
+    health = httpx.get(f"{demo.url}/healthz", timeout=5).json()  # the agent contract's probe
+    assert health == {"status": "ok", "agent_name": "support-refund-agent", "versions": demo_manifest_versions()}
     versions = httpx.get(f"{demo.url}/versions", timeout=5).json()
     assert versions["agent"] == "support-refund-agent"
     assert versions["versions"] == demo_manifest_versions()

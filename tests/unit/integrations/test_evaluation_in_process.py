@@ -24,7 +24,7 @@ def world() -> tuple[Any, dict[str, Any]]:
 
 
 def test_a_langgraph_agent_in_process_is_graded_on_the_twin(world: tuple[Any, dict[str, Any]]) -> None:
-    from agenttwin.eval_adapters import langgraph
+    from agenttwin.integrations import langgraph
 
     twin, scenarios = world
     agent = langgraph.agent(demo.langgraph_agent("1.3.0"), name="support-bot", version="1.3.0")

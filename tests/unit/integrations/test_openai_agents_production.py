@@ -123,3 +123,80 @@ def test_tool_outputs_are_read_as_json_or_python_literals_only() -> None:
     assert tool_output("{'status': 504, 'error': None}") == {"status": 504, "error": None}
     assert tool_output("{'x': __import__('os')}") == "{'x': __import__('os')}"  # never evaluated
     assert tool_output("plain") == "plain" and tool_output({"a": 1}) == {"a": 1}
+
+
+class ChatCompletionsStyleModel(ScriptedModel):
+    """A model wrapped the way chat-completions and LiteLLM models are: it opens a generation span with the
+    messages it returned, and no response span."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        from agents.tracing import generation_span
+
+        turn = self.turns.pop(0)
+        with generation_span(model="scripted") as span:
+            span.span_data.output = [_as_chat_message(item) for item in turn]
+        return ModelResponse(output=turn, usage=Usage(), response_id=None)
+
+
+class ResponsesStyleModel(ScriptedModel):
+    """A model that opens a response span, as the SDK's Responses model does."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        from agents.tracing import response_span
+        from openai.types.responses import Response
+
+        turn = self.turns.pop(0)
+        response = Response(
+            id="r1", created_at=0, model="scripted", object="response", output=turn, parallel_tool_calls=False,
+            tool_choice="auto", tools=[],
+        )  # fmt: skip
+        with response_span(response=response):
+            pass
+        return ModelResponse(output=turn, usage=Usage(), response_id=None)
+
+
+def _as_chat_message(item: Any) -> dict[str, Any]:
+    if isinstance(item, ResponseFunctionToolCall):
+        call = {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.arguments}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {"role": "assistant", "content": "".join(part.text for part in item.content)}
+
+
+@pytest.mark.parametrize("wrapping", ["responses", "chat-completions", "no-span-hooks", "finish"])
+def test_the_final_answer_is_found_however_the_model_is_wrapped(captured: Captured, wrapping: str) -> None:
+    """No finish() needed when the model opens a response or a generation span; a model that opens neither
+    (a custom Model) gives its final output through the run's hooks or finish(), which wins."""
+    from agenttwin.integrations.openai_agents import run_hooks
+
+    turns = [_call("lookup_order", {"order_id": "ORD-7"}, "c1"), _say("All set, I've refunded 12.50 USD.")]
+    model = {"responses": ResponsesStyleModel, "chat-completions": ChatCompletionsStyleModel}.get(
+        wrapping, ScriptedModel
+    )
+    agent = Agent(name="support-refund-agent", instructions="help", tools=[lookup_order], model=model(turns))
+
+    async def go() -> None:
+        with openai_agents_run("support-refund-agent", "2.0.0", twin=captured.twin) as run:
+            if wrapping == "no-span-hooks":
+                await Runner.run(agent, "refund ORD-7", hooks=run_hooks(run))
+            else:
+                result = await Runner.run(agent, "refund ORD-7")
+                if wrapping == "finish":
+                    run.finish(result)
+            assert run.answer == "All set, I've refunded 12.50 USD."
+
+    asyncio.run(go())
+    root = captured.root_attributes()
+    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v1")
+
+
+def test_a_tool_requesting_turn_is_no_answer(captured: Captured) -> None:
+    turns = [_call("lookup_order", {"order_id": "ORD-7"}, "c1"), _call("lookup_order", {"order_id": "ORD-8"}, "c2")]
+    turns.append(_say("Both orders are delivered."))
+    agent = Agent(name="a", instructions="x", tools=[lookup_order], model=ChatCompletionsStyleModel(turns))
+
+    async def go() -> str | None:
+        with openai_agents_run("a", "1", twin=captured.twin) as run:
+            await Runner.run(agent, "x")
+            return run.answer
+
+    assert asyncio.run(go()) == "Both orders are delivered."

@@ -162,7 +162,7 @@ def test_facts_of_a_text() -> None:
         'Refund $1,939.05 for #W1845024 on 2024-05-16 at 14:30 — say "thanks" to a@b.example', with_quotes=True
     )
     assert [(str(n.value), n.kind) for n in facts.numbers] == [("1939.05", "money:usd")]
-    assert facts.ids == ("a@b.example", "2024-05-16", "14:30", "w1845024")
+    assert facts.ids == ("a@b.example", "date:2024-05-16", "time:14:30", "w1845024")  # dates and times by kind
     assert facts.quotes == ("thanks",)
     assert [n.kind for n in facts_of("a 30-day window, 3 bags, 2.5%, 7", with_quotes=False).numbers] == [
         "unit:bags",
