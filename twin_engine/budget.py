@@ -30,7 +30,7 @@ from twin_engine.failures import ToolFailure
 
 STEP_BUDGET = 100_000
 BYTE_BUDGET = 8 << 20
-CALL_SECONDS = 10.0
+CALL_SECONDS = 30.0
 ENTRY_BYTES = 8  # what one list or map entry costs in the byte budget (a reference)
 _CLOCK_EVERY = 1024  # steps between two reads of the clock
 
@@ -61,8 +61,8 @@ class Budget:
 
     steps: int = STEP_BUDGET
     bytes: int = BYTE_BUDGET
-    seconds: float = CALL_SECONDS
-    deadline: float = field(default=0.0, repr=False)
+    seconds: float = field(default_factory=lambda: CALL_SECONDS)
+    deadline: float = field(default=0.0, repr=False)  # time.monotonic(); 0: `seconds` from now
     _until_clock: int = field(default=_CLOCK_EVERY, repr=False)
     cache: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
 
@@ -87,7 +87,7 @@ class Budget:
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
-            raise OverBudget(TIME_CODE, f"The call went over its time limit of {self.seconds:g} s.")
+            raise OverBudget(TIME_CODE, f"The call went over its time limit ({self.seconds:g} s, or the case's).")
 
     def forget(self) -> None:
         self.cache.clear()

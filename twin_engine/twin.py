@@ -223,6 +223,12 @@ class Twin:
         return TwinCase(self, scenario or ScenarioConfig(), seed=seed, tenant=tenant, adapters=adapters)
 
 
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return None  # the scenario schema refuses these; a config built by hand has no limit then
+    return float(value)
+
+
 @dataclass(frozen=True)
 class ScenarioConfig:
     """The parts of a scenario.v1 document the twin needs."""
@@ -235,6 +241,7 @@ class ScenarioConfig:
     now: str | None = None
     documents: tuple[dict[str, Any], ...] = ()
     seed: int | None = None
+    timeout_seconds: float | None = None  # the case's wall-clock limit (spec.timeoutSeconds)
 
     @classmethod
     def from_scenario(cls, doc: Mapping[str, Any]) -> ScenarioConfig:
@@ -253,6 +260,7 @@ class ScenarioConfig:
             now=str(now) if now is not None else None,
             documents=tuple(deep_copy(d) for d in inputs.get("documents") or ()),
             seed=spec.get("seed"),
+            timeout_seconds=_seconds(spec.get("timeoutSeconds")),
         )
 
     def case_seed(self, run_seed: int) -> int:
