@@ -29,7 +29,7 @@ from typing import Any
 from twin_engine.failures import ToolFailure
 
 STEP_BUDGET = 100_000
-BYTE_BUDGET = 8 << 20
+BYTE_BUDGET = 4 << 20
 CALL_SECONDS = 30.0
 ENTRY_BYTES = 8  # what one list or map entry costs in the byte budget (a reference)
 _CLOCK_EVERY = 1024  # steps between two reads of the clock
