@@ -196,7 +196,7 @@ class TwinCase:
             message = (
                 f"The case went over its timeoutSeconds ({self.scenario.timeout_seconds:g} s): no call is carried out."
             )
-            return self.refuse(tool, 409, CASE_TIME_LIMIT, message)
+            return self.refuse(tool, 409, CASE_TIME_LIMIT, message, arguments)
         self._seq += 1
         name = recorded_tool_name(tool)
         call_number = self._call_counts.get(name, 0) + 1
@@ -227,16 +227,18 @@ class TwinCase:
             budget.deadline = self.deadline
         return budget
 
-    def refuse(self, tool: Any, status: int, code: str, message: str) -> TwinReply:
+    def refuse(self, tool: Any, status: int, code: str, message: str, arguments: Any = None) -> TwinReply:
         """Record a call refused before its arguments could be read (an HTTP body too large, not JSON,
-        nested past what a parser takes): numbered and recorded like any call, arguments None."""
+        nested past what a parser takes): numbered and recorded like any call, arguments None - or, for a
+        call refused whatever it sends (past the case's time), a bounded preview of them."""
         self._seq += 1
         name = recorded_tool_name(tool)
         call_number = self._call_counts.get(name, 0) + 1
         self._call_counts[name] = call_number
         tdef = self.twin.tools.get(name) if tool_name_breach(tool) is None else None
         out = _failure_outcome(ToolFailure(status, code, message))
-        return self._deliver(name, tdef, None, self._seq, call_number, None, out, None, remember=False)
+        shown = None if arguments is None else preview(arguments)
+        return self._deliver(name, tdef, shown, self._seq, call_number, None, out, None, remember=False)
 
     def _call(
         self,

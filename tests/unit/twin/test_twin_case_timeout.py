@@ -54,6 +54,7 @@ def test_past_the_limit_every_call_is_refused_and_recorded() -> None:
     assert (reply.http_status, reply.record.error_code, reply.record.status) == (409, "CASE_TIME_LIMIT", "invalid")
     assert "timeoutSeconds" in reply.body["error"]["message"]
     assert case.state_hash() == before and len(case.records) == 2
+    assert reply.record.arguments == {"a": ["z"], "b": ["w"]}  # what it tried is evidence
     assert case.search_kb_checked("refund").refusal is not None
 
 

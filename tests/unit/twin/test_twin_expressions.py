@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from twin_engine.budget import BUDGET_CODE, STEP_BUDGET, Budget
+from twin_engine.budget import BUDGET_CODE, STEP_BUDGET, Budget, OverBudget
 from twin_engine.expressions import (
     LIMIT_CODE,
     MAX_SOURCE,
@@ -163,3 +163,19 @@ def test_the_state_is_converted_once_per_call_until_it_changes() -> None:
     assert again is not first
     assert again["users"]["u2"] is first["users"]["u2"]  # what the effect did not touch stays converted
     assert spent - budget.steps == 2 + 4 + 5  # state, users and u1 converted again: 1 + one step per entry
+
+
+def test_membership_spends_a_step_per_element_it_looks_at() -> None:
+    small, large = Budget(), Budget()
+    evaluate(compile_expression("0 in args.l"), {"args": {"l": [1, 2]}}, small)
+    evaluate(compile_expression("0 in args.l"), {"args": {"l": list(range(1, 1001))}}, large)
+    conversion = 998  # the larger list also costs its conversion: one step per entry
+    assert (STEP_BUDGET - large.steps) - (STEP_BUDGET - small.steps) == 998 + conversion
+
+
+def test_the_wall_clock_is_a_backstop_read_every_so_many_steps() -> None:
+    budget = Budget(seconds=0.0)  # its deadline is already past
+    budget.spend(1000)  # the clock is read every 1,024 steps: counted work stays deterministic between reads
+    with pytest.raises(OverBudget) as info:
+        budget.spend(100)
+    assert info.value.code == "TWIN_CALL_TIME_LIMIT"
