@@ -27,13 +27,24 @@ def twin_check(args: argparse.Namespace) -> int:
             {"file": f, "twin": twin.name, "tools": len(twin.tool_specs()), "hash": twin.hash, "warnings": warnings}
         )
     if args.json:
-        out(to_json({"ok": True, "twins": rows}))
+        out(to_json({"ok": True, "twins": rows, "call_budget": call_budget()}))
     else:
         for r in rows:
             out(f"ok  {r['file']}: twin {r['twin']} with {r['tools']} tools")
             for warning in r["warnings"]:
                 out(f"warn {warning}")
+        budget = call_budget()
+        out(
+            f"every call runs under a budget of {budget['steps']:,} steps, {budget['bytes'] >> 20} MiB allocated "
+            f"and {budget['seconds']:g} s (over it: 500 TWIN_BUDGET_EXCEEDED, recorded; docs/trust-boundaries.md)"
+        )
     return 0
+
+
+def call_budget() -> dict[str, Any]:
+    from twin_engine.budget import BYTE_BUDGET, CALL_SECONDS, STEP_BUDGET
+
+    return {"steps": STEP_BUDGET, "bytes": BYTE_BUDGET, "seconds": CALL_SECONDS}
 
 
 def scenario_check(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from twin_engine.twin import ScenarioConfig, Twin
 
 JSON = Any
 AGENT_ERROR = "AGENT_ERROR"
+AGENT_TIMEOUT = "AGENT_TIMEOUT"
 # Context keys the twin consumes itself; the agent gets the rest as extra context (spec §5.3).
 _TWIN_CONTEXT_KEYS = ("tenant", "now")
 
@@ -60,6 +61,7 @@ def simulate_case(
         client=InProcessToolClient(twin_case),
         session_id=f"sim-{case_id}",
         scenario_name=scenario.name,
+        timeout_s=config.timeout_seconds,
     )
     result: AgentResult | None = None
     finding: AgentFinding | None = None
@@ -81,6 +83,8 @@ def simulate_case(
         except Exception as exc:  # the batch boundary: a broken agent fails its case, not the run
             finding = AgentFinding(AGENT_ERROR, _one_line(exc))
     wall_ms = (time.perf_counter() - started) * 1000
+    if finding is None and twin_case.timed_out():  # an agent in process cannot be stopped, only found out
+        finding = AgentFinding(AGENT_TIMEOUT, f"The case went over its timeoutSeconds ({config.timeout_seconds:g} s).")
 
     records = twin_case.records
     delays = sum(record.delay_ms for record in records)

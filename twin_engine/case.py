@@ -7,11 +7,13 @@ idempotency lookup -> tenant check -> handler -> output schema -> commit -> faul
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from twin_engine.adapters import AdapterRegistry
+from twin_engine.budget import Budget
 from twin_engine.canonical import canonical_bytes, sha256_hex, state_hash
 from twin_engine.deep_copy import deep_copy
 from twin_engine.diff import diff_states
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from twin_engine.twin import ScenarioConfig, ToolDef, Twin
 
 REPLAY_HEADER = "Idempotent-Replayed"
+CASE_TIME_LIMIT = "CASE_TIME_LIMIT"
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ class TwinCase:
         self._last_replies: dict[str, _Delivered] = {}
         self._records: list[CallRecord] = []
         self._retrievals: list[RetrievalRecord] = []
+        # spec.timeoutSeconds: past it no call is carried out (each is refused and recorded), and a call
+        # running when it passes is stopped by its budget's deadline
+        limit = scenario.timeout_seconds
+        self.deadline: float | None = time.monotonic() + limit if limit is not None else None
 
     # ------------------------------------------------------------ views
 
@@ -151,6 +158,8 @@ class TwinCase:
         """As `search_kb`, and says when the query was refused (over a limit: no documents, still recorded)."""
         self._seq += 1
         breach = kb_query_breach(query)
+        if breach is None and self.timed_out():
+            breach = Breach(409, CASE_TIME_LIMIT, "The case went over its timeoutSeconds: no search is carried out.")
         if breach is None and (isinstance(limit, bool) or not isinstance(limit, int)):
             breach = Breach(400, "INVALID_QUERY", "The limit must be an integer.")
         if breach is not None:
@@ -183,6 +192,11 @@ class TwinCase:
         twin itself is recorded too (500 TWIN_ERROR) and answered, never raised: the case is graded on
         its records either way.
         """
+        if self.timed_out():
+            message = (
+                f"The case went over its timeoutSeconds ({self.scenario.timeout_seconds:g} s): no call is carried out."
+            )
+            return self.refuse(tool, 409, CASE_TIME_LIMIT, message, arguments)
         self._seq += 1
         name = recorded_tool_name(tool)
         call_number = self._call_counts.get(name, 0) + 1
@@ -202,16 +216,29 @@ class TwinCase:
                 self._twin_failure(name, arguments, self._seq, call_number, before, exc, redelivered=True)
         return reply
 
-    def refuse(self, tool: Any, status: int, code: str, message: str) -> TwinReply:
+    def timed_out(self) -> bool:
+        """The scenario's timeoutSeconds has passed since the case began."""
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def _budget(self) -> Budget:
+        """A call's budget; its deadline is the case's when that comes first."""
+        budget = Budget()
+        if self.deadline is not None and self.deadline < budget.deadline:
+            budget.deadline = self.deadline
+        return budget
+
+    def refuse(self, tool: Any, status: int, code: str, message: str, arguments: Any = None) -> TwinReply:
         """Record a call refused before its arguments could be read (an HTTP body too large, not JSON,
-        nested past what a parser takes): numbered and recorded like any call, arguments None."""
+        nested past what a parser takes): numbered and recorded like any call, arguments None - or, for a
+        call refused whatever it sends (past the case's time), a bounded preview of them."""
         self._seq += 1
         name = recorded_tool_name(tool)
         call_number = self._call_counts.get(name, 0) + 1
         self._call_counts[name] = call_number
         tdef = self.twin.tools.get(name) if tool_name_breach(tool) is None else None
         out = _failure_outcome(ToolFailure(status, code, message))
-        return self._deliver(name, tdef, None, self._seq, call_number, None, out, None, remember=False)
+        shown = None if arguments is None else preview(arguments)
+        return self._deliver(name, tdef, shown, self._seq, call_number, None, out, None, remember=False)
 
     def _call(
         self,
@@ -241,6 +268,7 @@ class TwinCase:
             now=self.now,
             seq=seq,
             call_number=call_number,
+            budget=self._budget(),
         )
         rule = select_fault(self.scenario.faults, name, call_number, args, self.seed)
         fault = rule.behavior if rule is not None else None

@@ -8,7 +8,7 @@ from typing import Any
 from twin_engine.compare import is_number
 from twin_engine.errors import DefinitionError
 from twin_engine.failures import ToolFailure
-from twin_engine.paths import MISSING, PathError, delete_path, format_path, get_path, set_path
+from twin_engine.paths import MISSING, Path, PathError, delete_path, format_path, get_path, set_path
 from twin_engine.templates import (
     TemplateEnv,
     TemplateScope,
@@ -67,8 +67,9 @@ def _effect_error(index: int, effect: Effect, why: str) -> ToolFailure:
     return ToolFailure(500, "TWIN_EFFECT_ERROR", f"Effect {index + 1} ({effect.op} {effect.path}) failed: {why}.")
 
 
-def apply_effect(state: dict[str, Any], effect: Effect, env: TemplateEnv, index: int = 0) -> None:
-    """Apply one effect to `state` in place. Template failures keep their own codes."""
+def apply_effect(state: dict[str, Any], effect: Effect, env: TemplateEnv, index: int = 0) -> Path:
+    """Apply one effect to `state` in place and return the path it changed. Template failures keep their
+    own codes."""
     path = render_path(effect.path, env)
     if not path:
         raise _effect_error(index, effect, "the path is empty")
@@ -105,3 +106,4 @@ def apply_effect(state: dict[str, Any], effect: Effect, env: TemplateEnv, index:
             set_path(state, path, {**base, **patch})
     except PathError as exc:
         raise _effect_error(index, effect, str(exc)) from exc
+    return path

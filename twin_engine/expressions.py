@@ -21,18 +21,21 @@ What is added, through cel-python's own extension points (its function table and
   up (`0.1 + 0.2 == 0.3`). Integer division truncates (`7 / 2 == 3`; write `7.0 / 2`).
 - functions: `lowerAscii`, `upperAscii`, `trim`, `replace`, `split`, `join`, `sum`, `min`, `max`,
   `abs`, `round`, `sort`, `sortBy`, `reverse`, `flatten`, `keys`, `values`, `get`.
-- bounds. Load time: an expression is at most 2,000 characters and may only name the roots and the
-  names in scope (checked with its document line by `twin check`). Run time, per call: a budget of
-  100,000 evaluation steps (syntax-tree nodes visited, counted, so the limit is deterministic, unlike a
-  timer) shared by every expression of the call; a text of at most 1 MiB and a list or map of at most
-  10,000 entries out of any operator or function; a value of at most 1 MiB of JSON handed back.
-  Going over a bound answers the call 500 TWIN_EXPRESSION_LIMIT; an expression that fails (a missing
-  field, a type mismatch) answers 500 TWIN_EXPRESSION_ERROR. Both are twin errors the call record
-  keeps; neither ever crashes a case.
+- bounds. Load time: an expression is at most 2,000 characters and 200 syntax-tree levels (about 20
+  nested brackets) and may only name the roots and the names in scope (checked with its document line by
+  `twin check`). Run time: every call spends from one budget (twin_engine/budget.py) shared with its
+  loops, steps and templates - each syntax-tree node visited, each value converted for an expression,
+  each element a `x in list` looks at, each text or list built (its size spent *before* it is built).
+  Per value: a text of at most 1 MiB, a list or map of at most 10,000 entries, at most 1 MiB of JSON
+  handed back (sized before it is converted). Going over the call's budget answers 500
+  TWIN_BUDGET_EXCEEDED, over a per-value bound 500 TWIN_EXPRESSION_LIMIT; an expression that fails (a
+  missing field, a type mismatch) answers 500 TWIN_EXPRESSION_ERROR. All are twin errors the call record
+  keeps; none ever crashes a case.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 import re
@@ -42,14 +45,14 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
-from twin_engine.canonical import canonical_bytes
+from twin_engine.budget import ENTRY_BYTES, Budget, OverBudget, json_size
 from twin_engine.failures import ToolFailure
 
 if TYPE_CHECKING:
     import lark
 
 MAX_SOURCE = 2000
-STEP_BUDGET = 100_000
+MAX_DEPTH = 200  # syntax-tree levels (the deepest expression in the shipped twins has 77; 20 nested () is ~210)
 MAX_ITEMS = 10_000
 MAX_TEXT = 1 << 20
 MAX_RESULT_BYTES = 1 << 20
@@ -76,43 +79,8 @@ class ExpressionSyntaxError(ValueError):
     """An expression that cannot be used: bad syntax, too long, an unknown function or name."""
 
 
-class _OverBudget(BaseException):
-    """Raised from inside cel-python to stop an evaluation; a BaseException so the library's own
-    `except Exception` handlers (which log their arguments) let it through untouched."""
-
-
 class _TooLarge(BaseException):
-    """A text, list or map grew past its bound inside an evaluation."""
-
-
-@dataclass
-class Budget:
-    """What one call may still spend on expressions, and a conversion cache for the values they read.
-
-    The cache maps a JSON container to its CEL form by identity; `forget` empties it whenever the
-    state changes in place (after each effect).
-    """
-
-    steps: int = STEP_BUDGET
-    _cache: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
-
-    def spend(self, steps: int) -> None:
-        self.steps -= steps
-        if self.steps < 0:
-            raise _OverBudget
-
-    def forget(self) -> None:
-        self._cache.clear()
-
-    def cel(self, value: Any) -> Any:
-        if not isinstance(value, dict | list):
-            return _to_cel(value)
-        hit = self._cache.get(id(value))
-        if hit is not None and hit[0] is value:
-            return hit[1]
-        converted = _to_cel(value)
-        self._cache[id(value)] = (value, converted)
-        return converted
+    """A text, list or map would grow past its bound inside an evaluation."""
 
 
 @dataclass(frozen=True)
@@ -189,9 +157,29 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionSyntaxError(_parse_message(exc, source)) from None
     except RecursionError:
         raise ExpressionSyntaxError("the expression is nested too deeply") from None
+    depth = _depth(ast)
+    if depth > MAX_DEPTH:  # the checks below and the interpreter recurse once per level
+        raise ExpressionSyntaxError(
+            f"the expression is nested {depth} levels deep, at most {MAX_DEPTH} are allowed "
+            f"(about 20 nested brackets): {_clip(source, 120)!r}"
+        )
     names = _free_names(ast, frozenset(), _known_functions())
     runner = env.program(ast, functions=_functions())
     return Expression(source, frozenset(names), runner)
+
+
+def _depth(tree: Any) -> int:
+    """How many levels the syntax tree has, found without recursion."""
+    import lark
+
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, lark.Tree):
+            stack.extend((child, level + 1) for child in node.children)
+    return deepest
 
 
 def _parse_message(exc: Exception, source: str) -> str:
@@ -272,19 +260,25 @@ def _macro_variable(expr: Any) -> str | None:
 # ---------------------------------------------------------------- evaluation
 
 
+_CURRENT: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("twin_expression_budget", default=None)
+
+
 def evaluate(expr: Expression, bindings: Mapping[str, Any], budget: Budget) -> Any:
     """The JSON value of `expr` with `bindings` (JSON values); a failure raises ToolFailure."""
-    context = {name: budget.cel(value) for name, value in bindings.items() if name in expr.names}
-    missing = sorted(expr.names - set(context))
-    if missing:
-        raise ToolFailure(500, ERROR_CODE, f"Expression {_show(expr)}: {', '.join(missing)} is not available here.")
+    token = _CURRENT.set(budget)  # the functions below allocate from it before they build
     try:
+        context = {name: _cel(value, budget) for name, value in bindings.items() if name in expr.names}
+        missing = sorted(expr.names - set(context))
+        if missing:
+            raise ToolFailure(500, ERROR_CODE, f"Expression {_show(expr)}: {', '.join(missing)} is not available here.")
         result = expr.runner.run(context, budget)
-        value = _from_cel(result)
-    except _OverBudget:
-        raise ToolFailure(
-            500, LIMIT_CODE, f"Expression {_show(expr)} went over the call's budget of {STEP_BUDGET} evaluation steps."
-        ) from None
+        size = json_size(result, MAX_RESULT_BYTES)
+        if size > MAX_RESULT_BYTES:  # sized before it is converted: a value shared a million times stops here
+            raise _TooLarge(f"it produced more than {MAX_RESULT_BYTES} bytes")
+        budget.allocate(size)
+        return _from_cel(result)
+    except OverBudget as exc:
+        raise exc.failure(f"Expression {_show(expr)}: ") from None
     except _TooLarge as exc:
         raise ToolFailure(500, LIMIT_CODE, f"Expression {_show(expr)}: {exc.args[0]}.") from None
     except RecursionError:
@@ -293,9 +287,34 @@ def evaluate(expr: Expression, bindings: Mapping[str, Any], budget: Budget) -> A
         raise
     except Exception as exc:  # boundary: whatever the library raises for this expression is its failure
         raise ToolFailure(500, ERROR_CODE, f"Expression {_show(expr)} failed: {_reason(exc)}.") from None
-    if len(canonical_bytes(value)) > MAX_RESULT_BYTES:
-        raise ToolFailure(500, LIMIT_CODE, f"Expression {_show(expr)} produced more than {MAX_RESULT_BYTES} bytes.")
-    return value
+    finally:
+        _CURRENT.reset(token)
+
+
+def _cel(value: Any, budget: Budget) -> Any:
+    """The CEL form of a JSON value, each container converted once per call (cached by identity) and
+    each value converted spent as a step."""
+    if not isinstance(value, dict | list):
+        return _to_cel(value)
+    hit = budget.cache.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    budget.spend(1 + len(value))
+    ct = _celpy().celtypes
+    converted: Any
+    if isinstance(value, list):
+        converted = ct.ListType([_cel(v, budget) for v in value])
+    else:
+        converted = ct.MapType({ct.StringType(str(k)): _cel(v, budget) for k, v in value.items()})
+    budget.cache[id(value)] = (value, converted)
+    return converted
+
+
+def _allocate(size: int) -> None:
+    """Spend `size` bytes of the running evaluation's budget (before building what they are for)."""
+    budget = _CURRENT.get()
+    if budget is not None:
+        budget.allocate(size)
 
 
 def evaluate_bool(expr: Expression, bindings: Mapping[str, Any], budget: Budget) -> bool:
@@ -409,6 +428,20 @@ def _check_size(value: Any) -> Any:
     return value
 
 
+def _reserve_text(length: int) -> None:
+    """Refuse, or spend, a text of `length` characters before it is built."""
+    if length > MAX_TEXT:
+        raise _TooLarge(f"a text longer than {MAX_TEXT} characters")
+    _allocate(length)
+
+
+def _reserve_items(count: int) -> None:
+    """Refuse, or spend, a list or map of `count` entries before it is built."""
+    if count > MAX_ITEMS:
+        raise _TooLarge(f"a list or map of more than {MAX_ITEMS} entries")
+    _allocate(count * ENTRY_BYTES)
+
+
 def _arithmetic(name: str) -> Callable[[Any, Any], Any]:
     from celpy.evaluation import CELEvalError, base_functions
 
@@ -427,6 +460,10 @@ def _arithmetic(name: str) -> Callable[[Any, Any], Any]:
             if name == "_%_":
                 return base(left, right)  # CEL has no double modulo: keep the library's error
             return _double(base(ct.DoubleType(left), ct.DoubleType(right)))
+        if name == "_+_" and isinstance(left, str) and isinstance(right, str):
+            _reserve_text(len(left) + len(right))
+        elif name == "_+_" and isinstance(left, list) and isinstance(right, list):
+            _reserve_items(len(left) + len(right))
         return _check_size(base(left, right))
 
     return operator
@@ -446,6 +483,21 @@ def _comparison(name: str) -> Callable[[Any, Any], Any]:
         if _is_number(left) and _is_number(right) and type(left) is not type(right):
             return base(ct.DoubleType(left), ct.DoubleType(right))
         return base(left, right)
+
+    return operator
+
+
+def _membership() -> Callable[[Any, Any], Any]:
+    """`x in list` looks at every entry: one step each, as if the list were walked by a macro."""
+    from celpy.evaluation import base_functions
+
+    base = base_functions["_in_"]
+
+    def operator(item: Any, container: Any) -> Any:
+        budget = _CURRENT.get()
+        if budget is not None and isinstance(container, list):
+            budget.spend(len(container))
+        return base(item, container)
 
     return operator
 
@@ -485,6 +537,7 @@ def _sortable(values: Any, what: str) -> list[Any]:
 
 def _sort(values: Any) -> Any:
     ct = _celpy().celtypes
+    _reserve_items(len(values) if isinstance(values, list) else 0)
     return ct.ListType(sorted(_sortable(values, "sort"), key=_sort_key))
 
 
@@ -527,13 +580,13 @@ def _flatten(values: Any) -> Any:
     ct = _celpy().celtypes
     if not isinstance(values, list):
         raise TypeError("flatten() needs a list")
+    _reserve_items(sum(len(item) if isinstance(item, list) else 1 for item in values))
     out: list[Any] = []
     for item in values:
         if isinstance(item, list):
             out.extend(item)
         else:
             out.append(item)
-        _check_size(out)
     return ct.ListType(out)
 
 
@@ -541,6 +594,7 @@ def _keys(mapping: Any) -> Any:
     ct = _celpy().celtypes
     if not isinstance(mapping, dict):
         raise TypeError("keys() needs a map")
+    _reserve_items(len(mapping))
     return ct.ListType(sorted(mapping, key=_sort_key))
 
 
@@ -548,6 +602,7 @@ def _values(mapping: Any) -> Any:
     ct = _celpy().celtypes
     if not isinstance(mapping, dict):
         raise TypeError("values() needs a map")
+    _reserve_items(len(mapping))
     return ct.ListType([mapping[k] for k in sorted(mapping, key=_sort_key)])
 
 
@@ -561,33 +616,51 @@ def _get(mapping: Any, key: Any, default: Any = None) -> Any:
 
 
 def _text(function: Callable[..., str]) -> Callable[..., Any]:
-    def apply(value: Any, *args: Any) -> Any:
+    """A function of one text that gives a text no longer than it (case, trim)."""
+
+    def apply(value: Any) -> Any:
         ct = _celpy().celtypes
-        if not isinstance(value, str) or not all(isinstance(a, str) for a in args):
+        if not isinstance(value, str):
             raise TypeError("needs texts")
-        return ct.StringType(_check_size(function(str(value), *map(str, args))))
+        _reserve_text(len(value))
+        return ct.StringType(function(str(value)))
 
     return apply
+
+
+def _replace(value: Any, old: Any, new: Any) -> Any:
+    ct = _celpy().celtypes
+    if not all(isinstance(v, str) for v in (value, old, new)):
+        raise TypeError("replace() needs texts")
+    text, old, new = str(value), str(old), str(new)
+    if not old:
+        return ct.StringType(text)
+    _reserve_text(len(text) + text.count(old) * (len(new) - len(old)))
+    return ct.StringType(text.replace(old, new))
 
 
 def _split(value: Any, separator: Any) -> Any:
     ct = _celpy().celtypes
     if not isinstance(value, str) or not isinstance(separator, str) or not separator:
         raise TypeError("split() needs a text and a non-empty separator")
-    return ct.ListType(_check_size([ct.StringType(p) for p in str(value).split(str(separator))]))
+    _reserve_items(str(value).count(str(separator)) + 1)
+    _reserve_text(len(value))
+    return ct.ListType([ct.StringType(p) for p in str(value).split(str(separator))])
 
 
 def _join(values: Any, separator: Any = "") -> Any:
     ct = _celpy().celtypes
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values) or not isinstance(separator, str):
         raise TypeError("join() needs a list of texts")
-    return ct.StringType(_check_size(str(separator).join(str(v) for v in values)))
+    _reserve_text(sum(len(v) for v in values) + len(separator) * max(len(values) - 1, 0))
+    return ct.StringType(str(separator).join(str(v) for v in values))
 
 
 def _reverse(values: Any) -> Any:
     ct = _celpy().celtypes
     if not isinstance(values, list):
         raise TypeError("reverse() needs a list")
+    _reserve_items(len(values))
     return ct.ListType(list(reversed(values)))
 
 
@@ -595,12 +668,13 @@ def _reverse(values: Any) -> Any:
 def _functions() -> dict[str, Callable[..., Any]]:
     functions: dict[str, Callable[..., Any]] = {name: _arithmetic(name) for name in ("_+_", "_-_", "_*_", "_/_", "_%_")}
     functions.update({name: _comparison(name) for name in ("_<_", "_<=_", "_>_", "_>=_", "_==_", "_!=_")})
+    functions["_in_"] = _membership()
     functions.update(
         {
             "lowerAscii": _text(lambda s: "".join(c.lower() if c.isascii() else c for c in s)),
             "upperAscii": _text(lambda s: "".join(c.upper() if c.isascii() else c for c in s)),
             "trim": _text(str.strip),
-            "replace": _text(lambda s, old, new: s.replace(old, new) if old else s),
+            "replace": _replace,
             "split": _split,
             "join": _join,
             "sum": _sum,

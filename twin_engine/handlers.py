@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin_engine.adapters import AdapterCall, AdapterRegistry
+from twin_engine.budget import OverBudget
 from twin_engine.compare import contains
 from twin_engine.conditions import Condition, ErrorSpec, error_spec
 from twin_engine.deep_copy import deep_copy
@@ -199,7 +200,15 @@ class HandlerOutcome:
 
 
 def execute(run: Execution) -> HandlerOutcome:
-    """Run the handler; a tool error raises ToolFailure (turned into a reply by the caller)."""
+    """Run the handler; a tool error raises ToolFailure (turned into a reply by the caller), and so does
+    a call that goes over its budget (twin_engine/budget.py)."""
+    try:
+        return _execute(run)
+    except OverBudget as exc:
+        raise exc.failure() from None
+
+
+def _execute(run: Execution) -> HandlerOutcome:
     kind = run.handler.kind
     if kind == "read":
         return _answer(run)

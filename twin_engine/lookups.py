@@ -96,6 +96,7 @@ def locate(find: Find, state: dict[str, Any], env: TemplateEnv) -> Found | None:
         return None
     matches: list[Found] = []
     for key, entry in entries:
+        env.budget.spend(1)
         if evaluate_bool(find.where, env.with_vars(item=entry, key=key).bindings(), env.budget):
             matches.append(Found((*base, key), key, entry))
             if not find.unique or len(matches) > 1:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twin_engine.budget import BUDGET_CODE, STEP_BUDGET
 from twin_engine.conditions import AnyCondition, check_condition, compile_condition
 from twin_engine.deep_copy import deep_copy
 from twin_engine.effects import Effect, apply_effect, compile_effect
@@ -198,6 +199,30 @@ def _only(raw: dict[str, Any], allowed: set[str], where: str) -> None:
         raise DefinitionError(f"unexpected key '{extra[0]}' here (allowed: {', '.join(sorted(allowed))})", path=where)
 
 
+def loop_bounds(raw: Any, where: str, depth: int = 0) -> list[tuple[str, str]]:
+    """(document path, statement) for each forEach nested inside another: the iterations it may reach
+    with lists the agent chooses, and the bound a call runs under instead (what `twin check` prints)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(raw, list):
+        for index, item in enumerate(raw):
+            found += loop_bounds(item, f"{where}[{index}]", depth)
+    elif isinstance(raw, dict):
+        inner = depth + 1 if "forEach" in raw else depth
+        if "forEach" in raw and inner >= 2:
+            found.append(
+                (
+                    f"{where}.forEach",
+                    f"forEach nested {inner} deep: up to {MAX_LOOP_ITEMS:,}^{inner} = {MAX_LOOP_ITEMS**inner:,} "
+                    f"iterations when the lists come from the arguments; a call stops at its budget of "
+                    f"{STEP_BUDGET:,} steps (500 {BUDGET_CODE}, recorded; the state is unchanged)",
+                )
+            )
+        for key in (PRECONDITIONS, EFFECTS, "then", "else"):
+            if key in raw:
+                found += loop_bounds(raw[key], f"{where}.{key}", inner)
+    return found
+
+
 def has_effects(steps: tuple[Step, ...]) -> bool:
     for step in steps:
         if isinstance(step, Apply):
@@ -226,13 +251,14 @@ class StepRun:
 def run_steps(steps: tuple[Step, ...], env: TemplateEnv, run: StepRun) -> TemplateEnv:
     """Run steps in order; returns the environment with the names their lets bound."""
     for step in steps:
+        env.budget.spend(1)
         env = env.with_value(run.entity(run.scratch))
         if isinstance(step, Check):
             check_condition(step.condition, env)
         elif isinstance(step, Apply):
-            apply_effect(run.scratch, step.effect, env, run.applied)
+            changed = apply_effect(run.scratch, step.effect, env, run.applied)
             run.applied += 1
-            env.budget.forget()  # the state changed in place
+            env.budget.forget_along(run.scratch, changed)  # the state changed in place there
             if run.applied == 1 and run.first_effect_only:
                 run.partial = deep_copy(run.scratch)
         elif isinstance(step, Let):
@@ -262,4 +288,5 @@ def _loop(loop: Loop, env: TemplateEnv, run: StepRun) -> None:
             500, "TWIN_EXPRESSION_LIMIT", f"forEach {loop.items.source!r} has more than {MAX_LOOP_ITEMS} items."
         )
     for index, item in enumerate(items):
+        env.budget.spend(1)  # an iteration costs a step even with an empty body; nested loops multiply
         run_steps(loop.body, env.with_vars(**{loop.name: item, loop.index: index}), run)

@@ -22,11 +22,12 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
+from twin_engine.budget import Budget, OverBudget, json_size
 from twin_engine.canonical import canonical_json
 from twin_engine.deep_copy import deep_copy
 from twin_engine.expressions import (
     EXPR_KEY,
-    Budget,
+    MAX_RESULT_BYTES,
     ExpressionSyntaxError,
     check_names,
     compile_expression,
@@ -333,6 +334,13 @@ def resolve(ph: Placeholder, env: TemplateEnv) -> Any:
         if ph.root == "idempotency_key":
             raise missing_argument("idempotency key")
         raise template_error(f"Template {ph.source}: {_describe(ph)} does not exist.")
+    size = json_size(value, MAX_RESULT_BYTES)
+    if size > MAX_RESULT_BYTES:  # sized before it is copied, as an expression's value is
+        raise ToolFailure(500, "TWIN_EXPRESSION_LIMIT", f"Template {ph.source}: more than {MAX_RESULT_BYTES} bytes.")
+    try:
+        env.budget.allocate(size)
+    except OverBudget as exc:
+        raise exc.failure() from None
     return deep_copy(value)
 
 
@@ -352,15 +360,25 @@ def to_text(value: Any) -> str:
 
 
 def render(template: Any, env: TemplateEnv) -> Any:
-    """Render a template value: strings are templates, objects and lists recursively (keys literal)."""
+    """Render a template value: strings are templates, objects and lists recursively (keys literal).
+
+    Each node rendered is a step of the call's budget; over it, ToolFailure like any template failure."""
+    try:
+        return _render(template, env)
+    except OverBudget as exc:
+        raise exc.failure() from None
+
+
+def _render(template: Any, env: TemplateEnv) -> Any:
+    env.budget.spend(1)
     if isinstance(template, str):
         return render_string(template, env)
     if is_expression(template):
         return evaluate(compile_expression(template[EXPR_KEY]), env.bindings(), env.budget)
     if isinstance(template, dict):
-        return {key: render(item, env) for key, item in template.items()}
+        return {key: _render(item, env) for key, item in template.items()}
     if isinstance(template, list):
-        return [render(item, env) for item in template]
+        return [_render(item, env) for item in template]
     return deep_copy(template)
 
 

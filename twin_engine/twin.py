@@ -16,6 +16,7 @@ from twin_engine.errors import DefinitionError
 from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
 from twin_engine.handlers import Handler, compile_handler
 from twin_engine.parsed import cached
+from twin_engine.steps import loop_bounds
 from twin_engine.templates import (
     TemplateScope,
     TemplateSyntaxError,
@@ -49,7 +50,7 @@ class ToolDef:
     escalation: bool = False  # the tool hands the case to a person
     input_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
     output_validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
-    warnings: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (argument, message): not errors
+    warnings: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (document path, message): not errors
 
     @property
     def expects_mutation(self) -> bool:
@@ -130,7 +131,21 @@ def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
         escalation=raw.get("escalation") is True,
         input_validator=_validator(input_schema, f"{where}.inputSchema"),
         output_validator=_validator(output_schema, f"{where}.outputSchema"),
-        warnings=tuple(shadowed_roots(arguments, idempotency_argument)),
+        warnings=(
+            *(
+                (f"{where}.inputSchema.properties.{arg}", why)
+                for arg, why in shadowed_roots(arguments, idempotency_argument)
+            ),
+            *_loop_bounds(raw.get("handler"), f"{where}.handler"),
+        ),
+    )
+
+
+def _loop_bounds(handler: Any, where: str) -> list[tuple[str, str]]:
+    if not isinstance(handler, Mapping):
+        return []
+    return loop_bounds(handler.get("preconditions"), f"{where}.preconditions") + loop_bounds(
+        handler.get("effects"), f"{where}.effects"
     )
 
 
@@ -186,12 +201,9 @@ class Twin:
         return tuple(name for name, tool in self.tools.items() if tool.escalation)
 
     def warnings(self) -> tuple[tuple[str, str], ...]:
-        """(document path, message) of what is legal but likely wrong, e.g. an argument named `state`."""
-        return tuple(
-            (f"spec.tools.{name}.inputSchema.properties.{argument}", message)
-            for name, tool in self.tools.items()
-            for argument, message in tool.warnings
-        )
+        """(document path, message) of what is legal but likely wrong (an argument named `state`), and of
+        what costs more than a call may spend (nested loops: the bound the call runs under instead)."""
+        return tuple(warning for tool in self.tools.values() for warning in tool.warnings)
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What an agent is told about the tools, in document order."""
@@ -211,6 +223,12 @@ class Twin:
         return TwinCase(self, scenario or ScenarioConfig(), seed=seed, tenant=tenant, adapters=adapters)
 
 
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return None  # the scenario schema refuses these; a config built by hand has no limit then
+    return float(value)
+
+
 @dataclass(frozen=True)
 class ScenarioConfig:
     """The parts of a scenario.v1 document the twin needs."""
@@ -223,6 +241,7 @@ class ScenarioConfig:
     now: str | None = None
     documents: tuple[dict[str, Any], ...] = ()
     seed: int | None = None
+    timeout_seconds: float | None = None  # the case's wall-clock limit (spec.timeoutSeconds)
 
     @classmethod
     def from_scenario(cls, doc: Mapping[str, Any]) -> ScenarioConfig:
@@ -241,6 +260,7 @@ class ScenarioConfig:
             now=str(now) if now is not None else None,
             documents=tuple(deep_copy(d) for d in inputs.get("documents") or ()),
             seed=spec.get("seed"),
+            timeout_seconds=_seconds(spec.get("timeoutSeconds")),
         )
 
     def case_seed(self, run_seed: int) -> int:

@@ -64,6 +64,29 @@ EVALUATORS: Mapping[str, Evaluator] = MappingProxyType(
     }
 )
 
+# Types graded from the twin's records and states alone, so whatever the agent answered - or if it never
+# answered - they are graded the same way. outcomeVerified reads the claim too, but a missing reply is no
+# claim, which it grades as such ("nothing to verify"), so the verified outcome still comes from evidence.
+REPLY_FREE_TYPES = frozenset(
+    {
+        "state",
+        "stateUnchanged",
+        "outcomeVerified",
+        "noDuplicateSideEffect",
+        "reachesReferenceState",
+        "toolCalled",
+        "toolNotCalled",
+        "toolArgs",
+        "toolStatus",
+        "order",
+        "maxToolCalls",
+        "maxRetries",
+        "requiredEscalation",
+        "noPolicyViolation",
+        "noIrreversibleAction",
+        "approvalRequired",
+    }
+)
 TURN_NOT_REACHED = "TURN_NOT_REACHED"
 AGENT_RUN_TYPE = "agentRun"
 AGENT_RUN_ID = "agent-run"
@@ -137,8 +160,13 @@ def evaluate_expectation(
     return _result(meta, evaluator, version, finding)
 
 
+def reads_evidence_only(raw: JSON) -> bool:
+    """The expectation is graded from the twin's records and states alone (REPLY_FREE_TYPES)."""
+    return isinstance(raw, Mapping) and raw.get("type") in REPLY_FREE_TYPES
+
+
 def not_run_result(raw: JSON, index: int, evaluator_set_name: str, why: str) -> ExpectationResult:
-    """SKIPPED: the agent never ran, so there is nothing to evaluate."""
+    """SKIPPED: what the expectation reads does not exist (the agent never ran, or gave no readable reply)."""
     meta = (
         expectation_meta(raw, index)
         if isinstance(raw, Mapping)

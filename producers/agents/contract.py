@@ -75,6 +75,7 @@ class AgentRequest:
     scenario_name: str = ""
     turn: int = 1
     conversation: tuple[Turn, ...] = ()
+    timeout_s: float | None = None  # the scenario's timeoutSeconds: an agent asked over HTTP waits no longer
 
 
 @dataclass(frozen=True)

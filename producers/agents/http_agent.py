@@ -8,6 +8,7 @@ it does later can change the evidence. What the agent returns is a claim; the tw
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -109,17 +110,20 @@ class HttpAgent:
             request, tools_base_url=tools_base_url, token=token, version=self.pinned_version, mcp_url=mcp_url
         )
         headers = self.request_headers()
+        timeout = self._timeout
+        if request.timeout_s is not None and request.timeout_s < self.timeout_s:  # the scenario's limit is shorter
+            timeout = httpx.Timeout(request.timeout_s, connect=min(request.timeout_s, self.connect_timeout_s))
         try:
             with (
-                httpx.Client(timeout=self._timeout, trust_env=False, verify=shared_ssl_context()) as http,
+                httpx.Client(timeout=timeout, trust_env=False, verify=shared_ssl_context()) as http,
                 http.stream("POST", f"{self.url}/run", json=body, headers=headers) as response,
             ):
-                content = _read_bounded(response)
+                content = _read_bounded(response, time.monotonic() + timeout.read if timeout.read else None)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             message = f"Could not reach the agent at {self.url}: {exc}"
             raise AgentRunError("AGENT_UNREACHABLE", message) from None
         except httpx.TimeoutException:
-            raise AgentRunError("AGENT_TIMEOUT", f"The agent did not answer within {self._timeout.read:g} s.") from None
+            raise AgentRunError("AGENT_TIMEOUT", f"The agent did not answer within {timeout.read:g} s.") from None
         except httpx.TransportError as exc:
             raise AgentRunError("AGENT_ERROR", f"The agent's reply was broken: {exc}") from None
         if not 200 <= response.status_code < 300:
@@ -254,11 +258,14 @@ def tool_entry(spec: ToolSpec) -> dict[str, JSON]:
     }
 
 
-def _read_bounded(response: httpx.Response) -> bytes:
-    """The reply body, refused (AGENT_ERROR) past MAX_REPLY_BYTES without reading the rest."""
+def _read_bounded(response: httpx.Response, deadline: float | None = None) -> bytes:
+    """The reply body, refused (AGENT_ERROR) past MAX_REPLY_BYTES without reading the rest, and
+    (AGENT_TIMEOUT) past `deadline`: a reply that trickles in is not waited for chunk after chunk."""
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_bytes():
+        if deadline is not None and time.monotonic() > deadline:
+            raise AgentRunError("AGENT_TIMEOUT", "The agent's reply did not arrive in time.")
         size += len(chunk)
         if size > MAX_REPLY_BYTES:
             raise AgentRunError("AGENT_ERROR", f"The agent's reply is larger than {MAX_REPLY_BYTES >> 20} MiB.")

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from agenttwin.cli import main
+from evaluation.expectations.registry import REPLY_FREE_TYPES
 from producers.agents.demo_server import DemoAgentServer
 
 HANG_TIMEOUT_S = 0.3
@@ -153,8 +154,13 @@ def test_a_broken_agent_gets_its_finding_and_never_passes(
         assert case["model_kind"] == "unknown"  # no answer, so no claim about who planned it
         agent_run = [r for r in case["results"] if r["expectation"]["id"] == "agent-run"]
         assert len(agent_run) == 1 and agent_run[0]["expectation"]["critical"] is True
-        # The agent never ran, so nothing else is judged: every expectation is SKIPPED.
-        assert {r["status"] for r in case["results"] if r is not agent_run[0]} == {"SKIPPED"}
+        others = [r for r in case["results"] if r is not agent_run[0]]
+        if finding == "AGENT_AUTH":  # it could not be asked and did nothing: nothing else is judged
+            assert {r["status"] for r in others} == {"SKIPPED"}
+        else:  # asked, no readable reply: the twin's evidence is graded all the same, the rest SKIPPED
+            for r in others:
+                graded = r["expectation"]["type"] in REPLY_FREE_TYPES
+                assert (r["status"] != "SKIPPED") == graded, (case["scenario"], r["expectation"]["id"], r["status"])
 
 
 @pytest.mark.parametrize("kind", list(FINDINGS))

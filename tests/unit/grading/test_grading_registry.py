@@ -99,11 +99,12 @@ def test_agent_failures_fail_critically(label: str) -> None:
         "agentRun",
         True,
     )
-    assert graded.results[1].status == "SKIPPED"
+    # the agent was asked and gave no readable reply: what the twin recorded is graded all the same
+    assert graded.results[1].status == "FAIL"
     assert graded.verdict.status == "FAILED"
-    assert graded.verdict.reason == "The agent did not answer within 120 s."
+    assert graded.verdict.reason == "The agent did not answer within 120 s. (+1 more failed expectation(s))"
     assert graded.verdict.critical_failures == 1
-    assert graded.verdict.labels == (label,)
+    assert label in graded.verdict.labels
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from twin_engine.budget import BUDGET_CODE, STEP_BUDGET, Budget, OverBudget
 from twin_engine.expressions import (
     LIMIT_CODE,
     MAX_SOURCE,
-    STEP_BUDGET,
-    Budget,
     ExpressionSyntaxError,
+    _cel,
     check_names,
     compile_expression,
     evaluate,
@@ -129,8 +129,8 @@ def test_the_step_budget_stops_an_explosive_expression_deterministically() -> No
             evaluate(compile_expression(source), {}, budget)
         outcomes.append((info.value.code, info.value.message, budget.steps))
     assert outcomes[0] == outcomes[1]  # the same point every time: counted, not timed
-    assert outcomes[0][0] == LIMIT_CODE
-    assert f"budget of {STEP_BUDGET} evaluation steps" in outcomes[0][1]
+    assert outcomes[0][0] == BUDGET_CODE
+    assert f"budget of {STEP_BUDGET:,} steps" in outcomes[0][1]
 
 
 def test_the_budget_is_shared_by_every_expression_of_a_call() -> None:
@@ -139,7 +139,7 @@ def test_the_budget_is_shared_by_every_expression_of_a_call() -> None:
     evaluate(expr, {}, budget)
     with pytest.raises(ToolFailure) as info:
         evaluate(expr, {}, budget)
-    assert info.value.code == LIMIT_CODE
+    assert info.value.code == BUDGET_CODE
 
 
 def test_sizes_are_bounded() -> None:
@@ -155,7 +155,27 @@ def test_sizes_are_bounded() -> None:
 def test_the_state_is_converted_once_per_call_until_it_changes() -> None:
     budget = Budget()
     state = {"users": USERS}
-    first = budget.cel(state)
-    assert budget.cel(state) is first
-    budget.forget()
-    assert budget.cel(state) is not first
+    first = _cel(state, budget)
+    assert _cel(state, budget) is first
+    spent = budget.steps
+    budget.forget_along(state, ("users", "u1", "name"))  # an effect changed users.u1.name in place
+    again = _cel(state, budget)
+    assert again is not first
+    assert again["users"]["u2"] is first["users"]["u2"]  # what the effect did not touch stays converted
+    assert spent - budget.steps == 2 + 4 + 5  # state, users and u1 converted again: 1 + one step per entry
+
+
+def test_membership_spends_a_step_per_element_it_looks_at() -> None:
+    small, large = Budget(), Budget()
+    evaluate(compile_expression("0 in args.l"), {"args": {"l": [1, 2]}}, small)
+    evaluate(compile_expression("0 in args.l"), {"args": {"l": list(range(1, 1001))}}, large)
+    conversion = 998  # the larger list also costs its conversion: one step per entry
+    assert (STEP_BUDGET - large.steps) - (STEP_BUDGET - small.steps) == 998 + conversion
+
+
+def test_the_wall_clock_is_a_backstop_read_every_so_many_steps() -> None:
+    budget = Budget(seconds=0.0)  # its deadline is already past
+    budget.spend(1000)  # the clock is read every 1,024 steps: counted work stays deterministic between reads
+    with pytest.raises(OverBudget) as info:
+        budget.spend(100)
+    assert info.value.code == "TWIN_CALL_TIME_LIMIT"

@@ -195,7 +195,7 @@ def test_a_response_may_be_a_plain_text(shop: Twin) -> None:
 def test_an_expression_over_its_budget_is_a_recorded_twin_error_and_the_case_goes_on(shop: Twin) -> None:
     case = shop.new_case()
     reply = case.call("spend", {"n": 1})
-    assert (reply.http_status, reply.record.error_code, reply.record.status) == (500, "TWIN_EXPRESSION_LIMIT", "error")
+    assert (reply.http_status, reply.record.error_code, reply.record.status) == (500, "TWIN_BUDGET_EXCEEDED", "error")
     assert "budget" in reply.body["error"]["message"]
     assert case.call("find_user_by_email", {"email": "cy@example.com"}).http_status == 200
 
