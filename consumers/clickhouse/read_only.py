@@ -14,6 +14,11 @@ Two layers, both in the read-only session the adapter opens for a person's SQL:
    (`file`, `url`, …) or in `FORBIDDEN_FUNCTIONS`.
 
 The statement that runs is the canonical text `formatQuery` returned, the very text that was checked.
+
+Limits (`QueryLimits`): the read-only session is opened with a time limit (`max_execution_time`) and a
+result-size limit (`max_result_rows`, `max_result_bytes`), all with overflow mode `throw`, set before
+`readonly = 1` so no query can lift them (`SETTINGS max_execution_time = 0` is refused like any other
+change). A query past a limit stops inside the engine and raises `QueryLimitError` naming the limit.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ from consumers.clickhouse.contract import ReadOnlyError, WarehouseError
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
+    "DEFAULT_LIMITS",
     "FORBIDDEN_FUNCTIONS",
     "READ_ONLY_KINDS",
+    "QueryLimitError",
+    "QueryLimits",
     "checked_statement",
     "engine_reason",
     "is_readonly_refusal",
+    "limit_error",
     "refusal",
 ]
 
@@ -68,6 +77,51 @@ READ_ONLY_HINT = (
 _FUNCTION = re.compile(r"^Function (\S+)")
 
 Run = Callable[[str], list[str]]  # a statement in the read-only session -> the first column of each row
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one person's query may cost: wall time in the engine, rows and bytes of its result."""
+
+    timeout_s: float = 60.0
+    max_rows: int = 100_000
+    max_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0 or self.max_rows < 1 or self.max_bytes < 1:
+            raise ValueError(f"query limits must be positive, got {self}")
+
+    def settings(self) -> dict[str, int | float | str]:
+        """The ClickHouse settings that enforce them (applied before `readonly = 1`)."""
+        return {
+            "max_execution_time": self.timeout_s,
+            "timeout_overflow_mode": "throw",
+            "max_result_rows": self.max_rows,
+            "max_result_bytes": self.max_bytes,
+            "result_overflow_mode": "throw",
+        }
+
+
+DEFAULT_LIMITS = QueryLimits()
+
+
+class QueryLimitError(WarehouseError):
+    """A read-only query ran past its time limit or its result-size limit; the engine stopped it."""
+
+
+def limit_error(message: str, limits: QueryLimits) -> QueryLimitError | None:
+    """The QueryLimitError for an engine error that is one of our limits (else None)."""
+    if "TIMEOUT_EXCEEDED" in message or "Code: 159." in message:
+        return QueryLimitError(
+            f"the query ran past its time limit of {limits.timeout_s:g} s and was stopped "
+            "(raise it with --timeout SECONDS)"
+        )
+    if "TOO_MANY_ROWS_OR_BYTES" in message or "Code: 396." in message:
+        return QueryLimitError(
+            f"the query's result is larger than its limit of {limits.max_rows:,} rows or {limits.max_bytes:,} "
+            "bytes and was stopped (aggregate or add LIMIT; or raise --max-rows / --max-bytes)"
+        )
+    return None
 
 
 @dataclass(frozen=True)

@@ -282,3 +282,64 @@ def test_log_commands_on_a_directory_without_a_log_are_one_line(
     for command in ("verify", "repair"):
         code, _, err = run(capsys, "log", command, "--data-dir", str(tmp_path / "nowhere"))
         one_line_refusal(code, err, "no embedded log")
+
+
+def _snapshot(data_dir: Path) -> dict[str, bytes]:
+    """Every file of the log (topics, indexes, offsets, quarantine), by path: what a reader must not change."""
+    root = data_dir / "topics-log"
+    files = [p for p in sorted(root.rglob("*")) if p.is_file() and p.name != "LOCK"]
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
+
+
+READERS = [
+    ["sql", "SELECT count() FROM spans"],
+    ["export", "spans", "--format", "jsonl", "--output", "{out}/spans.jsonl"],
+    ["events", "tail", "spans"],
+    ["log", "verify"],
+]
+
+
+@pytest.mark.parametrize("argv", READERS, ids=lambda a: " ".join(a[:2]))
+def test_a_file_cut_inside_its_last_committed_block_is_damage_and_readers_change_nothing(
+    copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    spans = copy / "topics-log" / "topics" / "spans.avro"
+    _, blocks = layout(spans)
+    last = blocks[-1]
+    with spans.open("r+b") as handle:  # the index lists the block: its records were acknowledged
+        handle.truncate(last.end - 5)
+    before = _snapshot(copy)
+    code, out, err = run(capsys, *(a.format(out=tmp_path) for a in argv), "--data-dir", str(copy))
+    assert _snapshot(copy) == before  # nothing moved, cut or quarantined
+    assert not (copy / "topics-log" / "quarantine").exists()
+    if argv[0] == "log":
+        assert code == 2 and f"DAMAGED topic spans: block {len(blocks) - 1}" in out, out
+        assert "never acknowledged" not in out
+    else:
+        one_line_refusal(code, err, "spans", f"block {len(blocks) - 1}", "log repair")
+    code, out, err = run(capsys, "log", "repair", "--data-dir", str(copy))
+    assert code == 0 and "quarantine" in out, err
+    assert run(capsys, "log", "verify", "--data-dir", str(copy))[0] == 0
+
+
+def test_readers_leave_a_torn_tail_where_it_is_and_the_next_writer_quarantines_it(
+    copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spans = copy / "topics-log" / "topics" / "spans.avro"
+    _, blocks = layout(spans)
+    last = blocks[-1]
+    data = spans.read_bytes()
+    with spans.open("ab") as handle:  # half of a block no index entry lists: an append cut short
+        handle.write(data[last.position : (last.position + last.end) // 2])
+    before = _snapshot(copy)
+    for argv in READERS[:3]:
+        code, _, err = run(capsys, *(a.format(out=tmp_path) for a in argv), "--data-dir", str(copy))
+        assert code == 0, (argv, err)
+        assert _snapshot(copy) == before, argv
+    code, out, _ = run(capsys, "log", "verify", "--data-dir", str(copy))
+    assert code == 0 and "torn" in out and _snapshot(copy) == before
+    assert not (copy / "topics-log" / "quarantine").exists()
+    assert run(capsys, "demo", "--data-dir", str(copy))[0] == 0  # a writer: it moves the torn tail away
+    assert len(list((copy / "topics-log" / "quarantine").glob("*-spans.bin"))) == 1
+    assert spans.read_bytes() == data  # cut back to the end of the last whole block
+    assert run(capsys, "log", "verify", "--data-dir", str(copy))[0] == 0

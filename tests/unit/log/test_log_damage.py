@@ -16,6 +16,7 @@ import pytest
 
 from streams import _log_files
 from streams._avro_container import Block, parse_header, scan_blocks
+from streams._log_index import ENTRY_SIZE
 from streams.embedded_log import EmbeddedLog, EventLogError, LogDamagedError, NewRecord
 from streams.log_integrity import repair_log, verify_log
 
@@ -186,11 +187,15 @@ def test_a_damaged_index_is_reported_and_rebuilt_without_losing_a_block(written:
 
 
 @pytest.mark.parametrize("cut", [1, 5, 17])
-def test_a_torn_last_block_goes_to_quarantine_and_its_offsets_are_retired(written: Path, cut: int) -> None:
+def test_a_torn_last_block_goes_to_quarantine(written: Path, cut: int) -> None:
+    """The append never returned: its block is cut short and its index entry was never written."""
     path = written / "topics" / "t.avro"
+    index = written / "topics" / "t.idx"
     whole = path.read_bytes()
     _, blocks = _blocks(path)
-    path.write_bytes(whole[:-cut])  # a crash in the middle of the last block's write
+    path.write_bytes(whole[:-cut])
+    index.write_bytes(index.read_bytes()[:-ENTRY_SIZE])  # the entry is written only after the block's fsync
+    (written / "offsets" / "sink.json").write_text('{"t": 16}')  # nobody read what was never acknowledged
     assert verify_log(written).ok  # a torn tail is not damage: it was never acknowledged
     with EmbeddedLog(written) as log:
         (repair,) = log.repairs
@@ -202,10 +207,29 @@ def test_a_torn_last_block_goes_to_quarantine_and_its_offsets_are_retired(writte
         assert repair.quarantine is not None
         assert repair.quarantine.read_bytes() == whole[blocks[4].position : -cut]
         assert _records(log, "t") == EXPECTED[:16]
-        assert log.append("t", None, b"after") == 20
+        assert log.append("t", None, b"after") == 16  # no reader was ever told of offsets 16-19
     with EmbeddedLog(written) as log:
         assert log.repairs == []
-        assert _records(log, "t", 15) == [(15, b"3-3"), (20, b"after")]
+        assert _records(log, "t", 15) == [(15, b"3-3"), (16, b"after")]
+
+
+@pytest.mark.parametrize("cut", [1, 5, 17])
+def test_a_last_block_the_index_lists_cut_short_is_damage_and_nothing_is_cut(written: Path, cut: int) -> None:
+    """Its entry says it was on disk when the append returned: acknowledged records are missing."""
+    path = written / "topics" / "t.avro"
+    path.write_bytes(path.read_bytes()[:-cut])
+    size = path.stat().st_size
+    for read_only in (True, False):
+        with pytest.raises(LogDamagedError, match=r"topic t: block 4 .*acknowledged bytes are missing.*log repair"):
+            EmbeddedLog(written, read_only=read_only)
+    assert path.stat().st_size == size and not (written / "quarantine").exists()
+    (damage,) = verify_log(written).damaged
+    assert (damage.block, damage.first_offset, damage.count) == (4, 16, 4)
+    (held,) = repair_log(written).quarantined
+    assert (held.first_offset, held.count) == (16, 4)
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == EXPECTED[:16]
+        assert log.append("t", None, b"after") == 20  # the lost records' offsets stay taken
 
 
 def test_an_unindexed_incomplete_tail_is_quarantined(written: Path) -> None:
