@@ -64,7 +64,7 @@ class Segment:
     block: int | None = None  # the block's number in the container (None for a hole)
     problem: str = ""
     indexed: bool = True  # a valid index entry described it
-    source: Entry | None = None  # that entry (reused as it is when the index is written again)
+    source: Entry | None = None  # that entry (a valid block's is reused as it is when the index is written again)
 
     @property
     def end(self) -> int:
@@ -214,9 +214,12 @@ class _Walker:
         *,
         problem: str = "",
         indexed: bool = True,
+        source: Entry | None = None,
     ) -> None:
         """A block of the container (valid, damaged or torn), numbered in file order."""
-        self.scan.segments.append(Segment(kind, position, size, count, first_offset, crc, self.block, problem, indexed))
+        self.scan.segments.append(
+            Segment(kind, position, size, count, first_offset, crc, self.block, problem, indexed, source)
+        )
         self.block += 1
 
     def indexed(self) -> None:
@@ -243,9 +246,10 @@ class _Walker:
         pos, end, size = entry.position, entry.end, self.size
         if end > size:
             problem = f"the file ends {end - size} byte(s) before the block does (acknowledged bytes are missing)"
-            self._add(DAMAGED, pos, max(0, size - pos), entry.count, entry.first_offset, problem=problem)
+            self._add(DAMAGED, pos, max(0, size - pos), entry.count, entry.first_offset, problem=problem, source=entry)
         elif checksum(bytes(self.buf[pos:end])) != entry.crc:
-            self._add(DAMAGED, pos, entry.size, entry.count, entry.first_offset, problem="checksum mismatch")
+            problem = "checksum mismatch"
+            self._add(DAMAGED, pos, entry.size, entry.count, entry.first_offset, problem=problem, source=entry)
         else:
             self.scan.segments.append(
                 Segment(VALID, pos, entry.size, entry.count, entry.first_offset, entry.crc, self.block, source=entry)
