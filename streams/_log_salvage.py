@@ -83,7 +83,7 @@ def _prefix_records(data: bytes, count: int) -> list[tuple[int, int]]:
     stream = io.BytesIO(data)
     try:
         for _ in range(2):  # count and size varints
-            schemaless_reader(stream, "long", None)  # type: ignore[arg-type]
+            schemaless_reader(stream, "long", None)
     except Exception:
         return []
     spans: list[tuple[int, int]] = []
@@ -121,12 +121,12 @@ def salvage_block(data: bytes, count: int, size: int, crc: int) -> Salvage | Non
         fixed_count, body = block_body(bytes(fixed))
     except ContainerFormatError:
         return None
-    spans = record_spans(body, count) if fixed_count == count else None
-    if spans is None:
+    written = record_spans(body, count) if fixed_count == count else None
+    if written is None:
         return None
     body_start = len(fixed) - SYNC_SIZE - len(body)
     records = []
-    for start, end in spans:
+    for start, end in written:
         a, b = body_start + start, body_start + end
         records.append((data[a:b], not a <= position < b))
     where = next((i for i, (_, ok) in enumerate(records) if not ok), None)
