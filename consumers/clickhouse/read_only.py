@@ -10,8 +10,10 @@ Two layers, both in the read-only session the adapter opens for a person's SQL:
    `file('/path')` still reads any file, `SELECT … INTO OUTFILE` still writes one, and `SYSTEM STOP MERGES`
    and `KILL QUERY` still run. So: exactly one statement; it must be a SELECT, SHOW, DESCRIBE, EXISTS or
    EXPLAIN; no INTO OUTFILE or FORMAT clause; table functions only from `ALLOWED_TABLE_FUNCTIONS` (they
-   touch neither files nor the network), and no function anywhere named like another table function
-   (`file`, `url`, …) or in `FORBIDDEN_FUNCTIONS`.
+   touch neither files nor the network), no function anywhere named like another table function
+   (`file`, `url`, …) or in `FORBIDDEN_FUNCTIONS`, and no name of a database whose engine reaches outside
+   (`OUTSIDE_DATABASE_ENGINES`: chDB's `default` is an Overlay of the file system, where
+   `EXISTS TABLE default.<path>` would tell whether any file exists).
 
 The statement that runs is the canonical text `formatQuery` returned, the very text that was checked.
 
@@ -67,6 +69,9 @@ ALLOWED_TABLE_FUNCTIONS = frozenset(
 # Scalar functions that reach outside the warehouse (compared lower-case), besides every table function's
 # name that is not allowed above (so `file(...)`, the scalar twin of the table function, is refused too).
 FORBIDDEN_FUNCTIONS = frozenset({"file", "url", "catboostevaluate", "input"})
+# Database engines whose tables are files, objects or other servers (chDB's `default` is an Overlay over one).
+OUTSIDE_DATABASE_ENGINES = ("Overlay", "Filesystem", "S3", "HDFS", "MySQL", "PostgreSQL", "SQLite")
+_IDENTIFIER = re.compile(r"^(?:Table)?Identifier (\S+)")
 # The EXPLAIN AST root nodes of reads: SELECT (WITH, UNION, INTERSECT, EXCEPT), SHOW, DESCRIBE, EXISTS, EXPLAIN.
 READ_ONLY_KINDS = ("SelectWithUnionQuery", "SelectIntersectExceptQuery", "Show", "Describe", "Exists", "Explain")
 _SELECT_KINDS = ("SelectWithUnionQuery", "SelectIntersectExceptQuery")
@@ -158,6 +163,8 @@ def checked_statement(sql: str, run: Run, table_functions: Iterable[str]) -> str
         raise ReadOnlyError(f"refused {_kind(root)}: {READ_ONLY_HINT}")
     _check_clauses(root, nodes)
     _check_functions(nodes, {name.lower() for name in table_functions})
+    engines = ", ".join(string_literal(e) for e in OUTSIDE_DATABASE_ENGINES)
+    _check_databases(nodes, set(run(f"SELECT name FROM system.databases WHERE engine IN ({engines})")))
     return canonical
 
 
@@ -223,4 +230,18 @@ def _check_functions(nodes: list[_Node], table_functions: set[str]) -> None:
             raise ReadOnlyError(
                 f"refused the function {name}(): it reads files, the network or the process "
                 f"(table functions allowed: {', '.join(sorted(ALLOWED_TABLE_FUNCTIONS))}); " + READ_ONLY_HINT
+            )
+
+
+def _check_databases(nodes: list[_Node], outside: set[str]) -> None:
+    """No identifier may name a database that reaches outside the warehouse (`db` or `db.table`)."""
+    for node in nodes:
+        match = _IDENTIFIER.match(node.label)
+        if match is None:
+            continue
+        name = match.group(1).strip("`")
+        if name in outside or name.split(".", 1)[0] in outside:
+            raise ReadOnlyError(
+                f"refused the database {name.split('.', 1)[0]}: its tables are files or other servers; "
+                + READ_ONLY_HINT
             )

@@ -166,6 +166,11 @@ def test_files_and_the_network_are_out_of_reach(
         "SELECT * FROM executable('x.sh', 'CSV', 'x Int8')",
         "SELECT * FROM filesystem('/')",
         "SELECT * FROM python('x')",
+        f"EXISTS TABLE default.`{secret}`",  # chDB's `default` database is an overlay of the file system
+        f"EXISTS TABLE `default`.`{tmp_path / 'no-such-file'}`",
+        f"DESCRIBE TABLE default.`{secret}`",
+        f"SELECT count() FROM default.`{secret}`",
+        "SHOW TABLES FROM default",
     ]
     for attempt in attempts:
         code, out, err = _sql(capsys, demo_dir, attempt)
