@@ -134,6 +134,19 @@ def _parser() -> argparse.ArgumentParser:
     q = sub.add_parser("sql", help="query the ClickHouse projections (read-only)")
     q.add_argument("query", metavar="SQL")
     q.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    q.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="stop the query after this long (default 60)"
+    )
+    q.add_argument(
+        "--max-rows", type=int, default=100_000, metavar="N", help="refuse a result of more rows (default 100000)"
+    )
+    q.add_argument(
+        "--max-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        metavar="N",
+        help="refuse a result of more bytes, uncompressed (default 67108864: 64 MiB)",
+    )
     _data_dir_arg(q)
     _kafka_arg(q)
     q.set_defaults(func=lazy("agenttwin.pipeline_commands", "sql"))

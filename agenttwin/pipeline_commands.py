@@ -338,7 +338,14 @@ def _print_verdicts_by_version(wh: Any) -> None:
 
 
 def sql(args: argparse.Namespace) -> int:
-    """A person's query, read-only (consumers/clickhouse/read_only.py), after projecting anything new."""
+    """A person's query, read-only and under limits (consumers/clickhouse/read_only.py), after projecting
+    anything new."""
+    from consumers.clickhouse.read_only import QueryLimits
+
+    try:
+        limits = QueryLimits(args.timeout, args.max_rows, args.max_bytes)
+    except ValueError:
+        raise CliError("--timeout, --max-rows and --max-bytes must be positive") from None
     settings = load_settings()
     bootstrap = _kafka(args, settings)
     if bootstrap:
@@ -346,9 +353,9 @@ def sql(args: argparse.Namespace) -> int:
 
         with _kafka_warehouse(args, settings) as wh:
             sync_warehouse_from_kafka(bootstrap, wh, naming=naming_for(args, settings))  # project anything new first
-            result = wh.read_only_query(args.query)
+            result = wh.read_only_query(args.query, limits)
     else:
-        result = _embedded_query(args, settings)
+        result = _embedded_query(args, settings, limits)
     out(render_rows(list(result.columns), [list(r) for r in result.rows], args.format))
     return 0
 
@@ -392,26 +399,17 @@ def rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedded_query(args: argparse.Namespace, settings: Settings) -> Any:
-    """Query the projections of the embedded log. When another process writes the data directory (ingest,
-    evaluate, ...), the log is read read-only and projected into a reader's own copy (consumers/reader_sink.py)."""
-    from streams._log_support import LogLockedError
+def _embedded_query(args: argparse.Namespace, settings: Settings, limits: Any) -> Any:
+    """Query the projections of the embedded log as a reader, whether or not a writer runs: the log is
+    opened read-only (no lock, nothing moved or cut) and projected into a reader's own copy
+    (consumers/reader_sink.py), so a query of any length never keeps `ingest` or `demo` from starting."""
+    from consumers.reader_sink import ReadersBusy, reader_warehouse
 
     try:
-        _, emb = _open(args)
-    except LogLockedError:
-        from consumers.reader_sink import ReadersBusy, reader_warehouse
-
-        try:
-            with reader_warehouse(_data_dir_of(args, settings), settings.clickhouse_url) as warehouse:
-                return warehouse.read_only_query(args.query)
-        except ReadersBusy as exc:
-            raise CliError(str(exc)) from None
-    with emb:
-        from consumers.embedded_sink import sync
-
-        sync(emb.runtime, emb.warehouse)  # project anything new first
-        return emb.warehouse.read_only_query(args.query)
+        with reader_warehouse(_data_dir_of(args, settings), settings.clickhouse_url) as warehouse:
+            return warehouse.read_only_query(args.query, limits)
+    except ReadersBusy as exc:
+        raise CliError(str(exc)) from None
 
 
 def events_tail(args: argparse.Namespace) -> int:
@@ -467,9 +465,11 @@ def export_topic(args: argparse.Namespace) -> int:
         schemas = KafkaCodec(naming).schemas
         n = export(events, event_type, args.format, target, schemas)
     else:
-        _, emb = _open(args)
-        with emb:
-            n = export(emb.runtime.read_events(topic.name), event_type, args.format, target, emb.runtime.schemas)
+        from streams.log_reader import ReadOnlyLog
+
+        root = _data_dir_of(args, settings)
+        with ReadOnlyLog(root) as reader:  # a reader: no lock, nothing moved or cut
+            n = export(reader.read_events(topic.name), event_type, args.format, target, reader.schemas)
     out(f"{n} {event_type.__name__} event(s) of {topic.name} written to {target} ({args.format})")
     return 0
 

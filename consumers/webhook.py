@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from consumers.alerts import TOPIC, alert_json
+from streams import ids
 from streams._log_support import GroupOffsets
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
 from streams.embedded_log import EmbeddedLog, LogRecord
@@ -101,14 +102,22 @@ class WebhookSender:
         return Delivery(False, self.attempts, UNDELIVERABLE, f"{detail} after {self.attempts} attempt(s)")
 
 
-def _letter(letter: DeadLettered, delivery: Delivery) -> DeadLettered:
-    return dataclasses.replace(letter, attempt=delivery.attempts)
+def _letter(letter: DeadLettered, group: str, delivery: Delivery | None = None) -> DeadLettered:
+    """A webhook dead letter, one per (group, cause, message): two groups (two targets) failing on one alert,
+    or one message failing for two causes, are separate letters, never one row."""
+    event_id = ids.event_id(
+        "DeadLettered", STAGE, group, letter.error_class, letter.source_topic, letter.source_partition,
+        letter.source_offset,
+    )
+    attempts = delivery.attempts if delivery is not None else letter.attempt
+    return dataclasses.replace(letter, event_id=event_id, attempt=attempts)
 
 
 # --- embedded log -----------------------------------------------------------------------------------------
 
 
 def _handle_embedded(
+    group: str,
     decode: Callable[[LogRecord], Event],
     dead_letters: Callable[[list[Event]], object],
     sender: WebhookSender,
@@ -119,11 +128,11 @@ def _handle_embedded(
         event = decode(record)
     except DecodeError as exc:
         stats.dead_lettered += 1
-        dead_letters([dead_letter(STAGE, exc.reason, str(exc), record)])
+        dead_letters([_letter(dead_letter(STAGE, exc.reason, str(exc), record), group)])
         return
     if not isinstance(event, ContradictionDetected):
         stats.dead_lettered += 1
-        dead_letters([dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record)])
+        dead_letters([_letter(dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record), group)])
         return
     delivery = sender.deliver(alert_json(event), event.alert_id)
     stats.attempts += delivery.attempts
@@ -131,10 +140,11 @@ def _handle_embedded(
         stats.delivered += 1
         return
     stats.dead_lettered += 1
-    dead_letters([_letter(dead_letter(STAGE, delivery.reason, delivery.detail, record), delivery)])
+    dead_letters([_letter(dead_letter(STAGE, delivery.reason, delivery.detail, record), group, delivery)])
 
 
 def _deliver(
+    group: str,
     log: EmbeddedLog,
     decode: Callable[[LogRecord], Event],
     dead_letters: Callable[[list[Event]], object],
@@ -150,7 +160,7 @@ def _deliver(
     while True:
         if TOPIC in log.topics():
             for record in log.read(TOPIC, committed()):
-                _handle_embedded(decode, dead_letters, sender, record, stats)
+                _handle_embedded(group, decode, dead_letters, sender, record, stats)
                 commit(record.offset + 1)
         if not follow or stop():
             return stats
@@ -170,6 +180,7 @@ def webhook_embedded(
     the data directory: offsets and dead letters go to its log)."""
     log = runtime.log
     return _deliver(
+        group,
         log,
         runtime.decode,
         runtime.publish,
@@ -202,6 +213,7 @@ def webhook_beside_writer(
         if progress.get(group, TOPIC) != start:
             progress.put(group, TOPIC, start)
         return _deliver(
+            group,
             reader.log,
             reader.decode,
             side.publish,
@@ -256,11 +268,12 @@ def webhook_kafka(
                 event = codec.decode(msg.value())
             except DecodeError as exc:
                 stats.dead_lettered += 1
-                dead_letters.publish([kafka_dead_letter(STAGE, exc.reason, exc, source)])
+                dead_letters.publish([_letter(kafka_dead_letter(STAGE, exc.reason, exc, source), group)])
             else:
                 if not isinstance(event, ContradictionDetected):
                     stats.dead_lettered += 1
-                    dead_letters.publish([kafka_dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, source)])
+                    letter = kafka_dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, source)
+                    dead_letters.publish([_letter(letter, group)])
                 else:
                     delivery = sender.deliver(alert_json(event), event.alert_id)
                     stats.attempts += delivery.attempts
@@ -269,7 +282,7 @@ def webhook_kafka(
                     else:
                         stats.dead_lettered += 1
                         letter = kafka_dead_letter(STAGE, delivery.reason, delivery.detail, source)
-                        dead_letters.publish([_letter(letter, delivery)])
+                        dead_letters.publish([_letter(letter, group, delivery)])
             consumer.commit(message=msg, asynchronous=False)
     finally:
         consumer.close()

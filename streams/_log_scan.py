@@ -6,8 +6,9 @@ skipped precisely: the next entry says where the next block starts. Bytes no val
 loss, entries that are themselves damaged) are checked by structure instead — framing, sync marker,
 and records that fill the block exactly — resynchronising on the next valid block after damage.
 
-Only an incomplete last block is a torn write: its index entry promises more bytes than the file
-has, or, with no entry, its framing promises more than there is. Anything else that fails is damage.
+Only an incomplete block after the last indexed one is a torn write: with no entry, its framing
+promises more bytes than there are. The writer indexes a block only once it is on disk, so a listed
+block cut short lost acknowledged records: damage, like anything else that fails.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class Segment:
     block: int | None = None  # the block's number in the container (None for a hole)
     problem: str = ""
     indexed: bool = True  # a valid index entry described it
-    source: Entry | None = None  # that entry (reused as it is when the index is written again)
+    source: Entry | None = None  # that entry (a valid block's is reused as it is when the index is written again)
 
     @property
     def end(self) -> int:
@@ -213,16 +214,18 @@ class _Walker:
         *,
         problem: str = "",
         indexed: bool = True,
+        source: Entry | None = None,
     ) -> None:
         """A block of the container (valid, damaged or torn), numbered in file order."""
-        self.scan.segments.append(Segment(kind, position, size, count, first_offset, crc, self.block, problem, indexed))
+        self.scan.segments.append(
+            Segment(kind, position, size, count, first_offset, crc, self.block, problem, indexed, source)
+        )
         self.block += 1
 
     def indexed(self) -> None:
         if self.index is None:
             return
         slots = self.index.slots
-        last_block = max((k for k, e in enumerate(slots) if e is not None and e.kind == BLOCK), default=-1)
         for k, entry in enumerate(slots):
             if entry is None or entry.first_offset < self.offset or (entry.kind == BLOCK and entry.position < self.pos):
                 problem = "the entry fails its checksum" if entry is None else "the entry contradicts those before it"
@@ -236,19 +239,17 @@ class _Walker:
             if entry.kind == GAP:
                 self.scan.segments.append(Segment(HOLE, 0, 0, entry.count, entry.first_offset, source=entry))
             else:
-                self._indexed_block(entry, last=k == last_block)
+                self._indexed_block(entry)
             self.offset = entry.end_offset
 
-    def _indexed_block(self, entry: Entry, *, last: bool) -> None:
+    def _indexed_block(self, entry: Entry) -> None:
         pos, end, size = entry.position, entry.end, self.size
-        if end > size and last and pos <= size:
-            problem = f"{end - size} of its {entry.size} bytes were never written"
-            self._add(TORN, pos, size - pos, entry.count, entry.first_offset, problem=problem)
-        elif end > size:
+        if end > size:
             problem = f"the file ends {end - size} byte(s) before the block does (acknowledged bytes are missing)"
-            self._add(DAMAGED, pos, max(0, size - pos), entry.count, entry.first_offset, problem=problem)
+            self._add(DAMAGED, pos, max(0, size - pos), entry.count, entry.first_offset, problem=problem, source=entry)
         elif checksum(bytes(self.buf[pos:end])) != entry.crc:
-            self._add(DAMAGED, pos, entry.size, entry.count, entry.first_offset, problem="checksum mismatch")
+            problem = "checksum mismatch"
+            self._add(DAMAGED, pos, entry.size, entry.count, entry.first_offset, problem=problem, source=entry)
         else:
             self.scan.segments.append(
                 Segment(VALID, pos, entry.size, entry.count, entry.first_offset, entry.crc, self.block, source=entry)

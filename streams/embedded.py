@@ -157,6 +157,19 @@ def decode_record(schemas: SchemaStore, record: LogRecord) -> Event:
         raise DecodeError("INVALID_EVENT", str(exc)) from None
 
 
+def decodable_events(log: EmbeddedLog, schemas: SchemaStore, topic: str) -> list[Event]:
+    """Every decodable event of a topic of `log`, in offset order (undecodable ones are skipped here)."""
+    out: list[Event] = []
+    if topic not in log.topics():
+        return out
+    for record in log.read(topic):
+        try:
+            out.append(decode_record(schemas, record))
+        except DecodeError:
+            continue
+    return out
+
+
 class EmbeddedRuntime:
     def __init__(
         self,
@@ -251,15 +264,7 @@ class EmbeddedRuntime:
 
     def read_events(self, topic: str) -> list[Event]:
         """Every decodable event of a topic, in offset order (undecodable ones are skipped here)."""
-        out: list[Event] = []
-        if topic not in self.log.topics():
-            return out
-        for record in self.log.read(topic):
-            try:
-                out.append(self.decode(record))
-            except DecodeError:
-                continue
-        return out
+        return decodable_events(self.log, self.schemas, topic)
 
     # --- driving processors --------------------------------------------------------------------------
 

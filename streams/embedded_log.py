@@ -17,16 +17,19 @@ per block with the CRC-32 of the block's bytes (framing, records, sync marker) a
 size, record count and first offset. Opening a topic checks every block against its entry. Damage
 anywhere stops the open with one line (topic, block, byte offset, what to run); `agenttwin log verify`
 lists all of it and `agenttwin log repair` moves damaged blocks to quarantine. The only bytes an open
-cuts are a torn tail — a last block with fewer bytes than promised, whose append never returned — and
-they go to quarantine first. A record keeps its offset forever: the offsets of quarantined records stay
+cuts are a torn tail — bytes after the last indexed block whose framing promises more than there is, an
+append that never returned — and only a writer cuts them, after moving them to quarantine; a read-only
+view skips them and changes nothing. A record keeps its offset forever: the offsets of quarantined records stay
 taken (a gap entry in the index), so committed group offsets keep pointing at the same records.
 
-Durability. An append is one write of the block, one write of its index entry, and one fsync of the
-container before it returns: the fsync covers the acknowledged data. The index is fsynced on close; if
-power is lost before its page reaches the disk, the next open finds complete blocks the index lacks,
-checks their structure (framing, sync marker, every record decodes and fills the block) and indexes
-them again. A new topic file is created whole (temporary file, fsync, rename, directory fsync).
-Directories written before the index existed open as they are: the first writer builds their index.
+Durability. An append is one write of the block, one fsync of the container, then one write of its
+index entry before it returns: an index entry is written only once its block is on disk, so a block the
+index lists was acknowledged, and one cut short is damage (`log repair`), never a torn write. The index
+is fsynced on close; if power is lost before its page reaches the disk, the next open finds complete
+blocks the index lacks, checks their structure (framing, sync marker, every record decodes and fills the
+block) and indexes them again. Only bytes after the last listed block can be a torn write. A new topic
+file is created whole (temporary file, fsync, rename, directory fsync). Directories written before the
+index existed open as they are: the first writer builds their index.
 """
 
 from __future__ import annotations
@@ -131,6 +134,8 @@ class _Topic:
     index_fd: int | None = None
     index_end: int = HEADER_SIZE  # where the next index entry goes (read-only: how far the index was read)
     index_dirty: bool = False
+    unindexed: list[bytes] = field(default_factory=list)  # entries of appended blocks not yet fsynced
+    unindexed_from: int = 0  # sequence number of unindexed[0] (appends since open, counted)
     blocks: list[Entry] = field(default_factory=list)  # the readable blocks, in offset order
     firsts: list[int] = field(default_factory=list)  # first offset of each block, for bisect
     end_offset: int = 0
@@ -185,6 +190,10 @@ class EmbeddedLog:
         with self._mutex:
             for topic in self._topics.values():
                 if topic.index_fd is not None:
+                    if topic.unindexed:  # appended under deferred_sync, never synced: make them durable first
+                        if self._fsync:
+                            os.fsync(topic.fd)
+                        self._index_synced(topic, topic.unindexed_from + len(topic.unindexed))
                     if topic.index_dirty and self._fsync:
                         os.fsync(topic.index_fd)
                     os.close(topic.index_fd)
@@ -399,20 +408,32 @@ class EmbeddedLog:
             data = frame_block(count, body.getvalue(), state.sync)
             position = state.file_end
             index_entry = block_entry(position, data, count, state.end_offset)
-            written = os.pwrite(state.fd, data, position)
-            raw = index_entry.encode()
-            if written != len(data) or os.pwrite(state.index_fd, raw, state.index_end) != len(raw):
+            if os.pwrite(state.fd, data, position) != len(data):
                 os.ftruncate(state.fd, position)
                 raise EventLogError(f"topic {topic}: short write at byte {position}")
+            state.add(index_entry)
+            state.unindexed.append(index_entry.encode())
             deferred = getattr(self._deferred, "topics", None)
             if deferred is not None:
                 deferred.add(topic)  # the caller fsyncs it with sync() after releasing its lock
-            elif self._fsync:
-                os.fsync(state.fd)  # one fsync per batch; the index entry was written in the same window
-            state.add(index_entry)
+            else:
+                if self._fsync:
+                    os.fsync(state.fd)  # one fsync per batch
+                self._index_synced(state, state.unindexed_from + len(state.unindexed))
+            return range(index_entry.first_offset, state.end_offset)
+
+    def _index_synced(self, state: _Topic, upto: int) -> None:
+        """Write the index entries of appends before sequence number `upto`, whose blocks are on disk now.
+
+        Called with the mutex held, in append order, so entries land in their slots in order."""
+        assert state.index_fd is not None
+        while state.unindexed and state.unindexed_from < upto:
+            raw = state.unindexed.pop(0)
+            if os.pwrite(state.index_fd, raw, state.index_end) != len(raw):
+                raise EventLogError(f"topic {state.name}: short write of its index at byte {state.index_end}")
+            state.unindexed_from += 1
             state.index_end += ENTRY_SIZE
             state.index_dirty = True
-            return range(index_entry.first_offset, state.end_offset)
 
     @contextmanager
     def deferred_sync(self) -> Iterator[set[str]]:
@@ -429,12 +450,16 @@ class EmbeddedLog:
     def sync(self, topics: Iterable[str]) -> None:
         """fsync the container of each topic (blocks appended under `deferred_sync`); holds no lock while
         the disk works, so appends to other topics and reads go on."""
-        if not self._fsync:
-            return
         with self._mutex:
-            fds = [state.fd for name in sorted(set(topics)) if (state := self._topics.get(name)) is not None]
-        for fd in fds:
-            os.fsync(fd)
+            states = [state for name in sorted(set(topics)) if (state := self._topics.get(name)) is not None]
+            marks = [state.unindexed_from + len(state.unindexed) for state in states]
+        if self._fsync:
+            for state in states:
+                os.fsync(state.fd)
+        with self._mutex:  # the blocks appended before the fsync are on disk: their entries may say so
+            for state, mark in zip(states, marks, strict=True):
+                if state.index_fd is not None:
+                    self._index_synced(state, mark)
 
     # -- read ----------------------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 `verify_log` reads every topic file against its index (read-only, no lock) and reports every damaged
 block, damaged container header, damaged index entry and damaged or impossible group offsets.
-`repair_log` takes the writer's lock and, per damaged topic, moves each damaged block's bytes to
+`repair_log` takes the writer's lock and, per damaged topic, keeps every record of a damaged block it
+can prove intact (streams/_log_salvage.py: one damaged byte located by the checksum, or a block cut
+short) and moves the bytes of the other records — or of the whole block when nothing can be proven — to
 `quarantine/` (with a JSON note saying what they were), rewrites the container with every valid block
 in order (a fresh header if the old one was damaged) and rewrites the index: valid blocks keep their
 first offsets, quarantined records leave a gap entry so their offsets stay taken and every committed
@@ -19,13 +21,25 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 from pathlib import Path
 
 from streams import _log_files
-from streams._avro_container import header_bytes
+from streams._avro_container import frame_block, header_bytes
 from streams._log_files import Quarantined
-from streams._log_index import BLOCK, GAP, Entry, IndexHeader, ParsedIndex, checksum, gap_entry, parse_index
+from streams._log_index import (
+    BLOCK,
+    GAP,
+    Entry,
+    IndexHeader,
+    ParsedIndex,
+    block_entry,
+    checksum,
+    gap_entry,
+    parse_index,
+)
 from streams._log_record import PARSED
+from streams._log_salvage import salvage_block
 from streams._log_scan import DAMAGED, HOLE, TORN, VALID, Finding, Segment, gaps_metadata, scan_topic
 from streams._log_support import acquire_lock, read_offsets
 
@@ -212,6 +226,13 @@ def _repair_topic(log_dir: Path, name: str, report: RepairReport) -> int:
             blocks += data[seg.position : seg.end]
         elif seg.kind == HOLE:
             entries.append(seg.entry())
+        elif seg.kind == DAMAGED and (kept := _salvaged(log_dir, name, seg, data, scan.sync, report)) is not None:
+            for entry, body in kept:  # blocks of the records proven intact, gaps for the others
+                if entry.kind == BLOCK:
+                    entries.append(replace(entry, position=len(blocks)))
+                    blocks += body
+                else:
+                    entries.append(entry)
         elif seg.kind in (DAMAGED, TORN):
             if seg.size or seg.count:  # bytes that are gone entirely still get their note and dead letter
                 report.quarantined.append(
@@ -240,6 +261,62 @@ def _repair_topic(log_dir: Path, name: str, report: RepairReport) -> int:
     if not scan.damaged and not scan.torn and scan.header_ok:
         report.reindexed.append(name)
     return scan.end_offset
+
+
+def _salvaged(
+    log_dir: Path, name: str, seg: Segment, data: bytes, sync: bytes, report: RepairReport
+) -> list[tuple[Entry, bytes]] | None:
+    """A damaged indexed block as blocks of the records it still holds intact (streams/_log_salvage.py) and
+    gaps for the others, whose bytes go to quarantine (one note, one dead letter, per run of lost records);
+    None when nothing can be proven and the whole block goes to quarantine."""
+    entry = seg.source
+    if entry is None or not seg.count:
+        return None
+    found = salvage_block(data[seg.position : seg.end], seg.count, entry.size, entry.crc)
+    if found is None:
+        return None
+    out: list[tuple[Entry, bytes]] = []
+    index = 0
+    for kept, run in groupby(found.records, key=lambda r: r[1]):
+        records = [raw for raw, _ in run]
+        first = seg.first_offset + index
+        index += len(records)
+        if kept:
+            framed = frame_block(len(records), b"".join(records), sync)
+            out.append((block_entry(0, framed, len(records), first), framed))
+            continue
+        lost = b"".join(records)
+        reason = (
+            f"topic {name}: {len(records)} record(s) of block {seg.block} at byte {seg.position} (offsets {first}-"
+            f"{first + len(records) - 1}) are damaged: {found.problem}; the block's other records were kept"
+        )
+        report.quarantined.append(
+            _log_files.quarantine(
+                log_dir,
+                name,
+                lost,
+                kind="damaged",
+                position=seg.position,
+                first_offset=first,
+                count=len(records),
+                reason=reason,
+            )
+        )
+        out.append((gap_entry(first, len(records)), b""))
+    if index == seg.count and all(e.kind == BLOCK for e, _ in out):  # framing or sync damage: no record lost
+        report.quarantined.append(
+            _log_files.quarantine(
+                log_dir,
+                name,
+                data[seg.position : seg.end],
+                kind="damaged",
+                position=seg.position,
+                first_offset=seg.first_offset,
+                count=0,
+                reason=f"{seg.describe(name)} ({found.problem}); every record was kept",
+            )
+        )
+    return out
 
 
 def _repair_offsets(log_dir: Path, ends: dict[str, int], report: RepairReport) -> None:

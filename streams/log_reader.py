@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from schemas import AVRO_DIR
-from streams.embedded import DecodeError, EmbeddedRuntime, decode_record
+from streams.embedded import DecodeError, EmbeddedRuntime, decodable_events, decode_record
 from streams.embedded_log import RUNTIME_LOG_DIR, EmbeddedLog, LogRecord
 from streams.events import DeadLettered, Event
 from streams.topics import DEAD_LETTERS
@@ -41,6 +41,10 @@ class ReadOnlyLog:
 
     def decode(self, record: LogRecord) -> Event:
         return decode_record(self.schemas, record)
+
+    def read_events(self, topic: str) -> list[Event]:
+        """Every decodable event of a topic, in offset order (undecodable ones are skipped here)."""
+        return decodable_events(self.log, self.schemas, topic)
 
     def close(self) -> None:
         self.log.close()

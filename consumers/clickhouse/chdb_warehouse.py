@@ -25,7 +25,14 @@ from typing import Any, Self
 
 from consumers.clickhouse._values import converter_for, json_compact_columns, quote_identifier, string_literal
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
-from consumers.clickhouse.read_only import checked_statement, is_readonly_refusal, refusal
+from consumers.clickhouse.read_only import (
+    DEFAULT_LIMITS,
+    QueryLimits,
+    checked_statement,
+    is_readonly_refusal,
+    limit_error,
+    refusal,
+)
 
 __all__ = ["DEFAULT_DATABASE", "ChdbWarehouse", "bound_chdb_path"]
 
@@ -73,6 +80,7 @@ class ChdbWarehouse:
         self.path.mkdir(parents=True, exist_ok=True)
         self._session: Any = None  # chdb.session.Session; chdb is only partly typed
         self._reader: Any = None  # the read-only session for people's SQL, opened on first use
+        self._reader_limits = DEFAULT_LIMITS  # the limits that session was opened with (fixed by readonly = 1)
         self._reader_lock = threading.Lock()
         _bind(self.path)
         self._bound = True
@@ -98,6 +106,8 @@ class ChdbWarehouse:
         except RuntimeError as exc:  # chdb's ChdbError derives from RuntimeError
             if session is self._reader and is_readonly_refusal(str(exc)):
                 raise refusal(str(exc)) from exc
+            if session is self._reader and (limited := limit_error(str(exc), self._reader_limits)) is not None:
+                raise limited from exc
             raise WarehouseError(f"chDB rejected {_excerpt(sql)}: {exc}") from exc
 
     def execute(self, sql: str) -> None:
@@ -122,8 +132,8 @@ class ChdbWarehouse:
     def query(self, sql: str) -> QueryResult:
         return _result(self._run(sql, "JSONCompact").bytes(), sql)
 
-    def read_only_query(self, sql: str) -> QueryResult:
-        reader = self._read_only_session()
+    def read_only_query(self, sql: str, limits: QueryLimits = DEFAULT_LIMITS) -> QueryResult:
+        reader = self._read_only_session(limits)
 
         def run(statement: str) -> list[str]:
             rows = _result(self._run(statement, "JSONCompact", reader).bytes(), statement).rows
@@ -133,21 +143,25 @@ class ChdbWarehouse:
         canonical = checked_statement(sql, run, functions)
         return _result(self._run(canonical, "JSONCompact", reader).bytes(), canonical)
 
-    def _read_only_session(self) -> Any:
+    def _read_only_session(self, limits: QueryLimits) -> Any:
         with self._reader_lock:
             if self._session is None:
                 raise WarehouseError(f"chDB warehouse {self.path} ({self._database}) is closed")
+            if self._reader is not None and self._reader_limits != limits:
+                old, self._reader = self._reader, None  # its limits cannot change any more: open another
+                old.close()
             if self._reader is None:
                 reader = _new_session(str(self.path))
                 try:
                     # settings first: once readonly = 1, no setting can change in this session
-                    for statement in (f"USE {quote_identifier(self._database)}", *_SESSION_SETTINGS):
+                    limit_settings = [f"SET {k} = {_setting(v)}" for k, v in limits.settings().items()]
+                    for statement in (f"USE {quote_identifier(self._database)}", *_SESSION_SETTINGS, *limit_settings):
                         self._run(statement, session=reader)
                     self._run("SET readonly = 1", session=reader)
                 except BaseException:
                     reader.close()
                     raise
-                self._reader = reader
+                self._reader, self._reader_limits = reader, limits
             return self._reader
 
     def close(self) -> None:
@@ -189,6 +203,10 @@ def _result(raw: bytes, sql: str) -> QueryResult:
         for row in document["data"]
     )
     return QueryResult(columns, rows)
+
+
+def _setting(value: int | float | str) -> str:
+    return string_literal(value) if isinstance(value, str) else repr(value)
 
 
 def _new_session(path: str) -> Any:

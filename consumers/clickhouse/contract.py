@@ -23,9 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from consumers.clickhouse._values import quote_identifier
+
+if TYPE_CHECKING:  # read_only.py imports this module
+    from consumers.clickhouse.read_only import QueryLimits
 
 __all__ = ["QueryResult", "ReadOnlyError", "Warehouse", "WarehouseError", "qualified", "split_sql_statements"]
 
@@ -65,10 +68,11 @@ class Warehouse(Protocol):
     def query(self, sql: str) -> QueryResult:
         """Run one SELECT (or SHOW/DESCRIBE) the project wrote, naming its tables' database; all rows."""
 
-    def read_only_query(self, sql: str) -> QueryResult:
+    def read_only_query(self, sql: str, limits: QueryLimits = ...) -> QueryResult:
         """Run a person's SQL read-only (ClickHouse `readonly = 1`) in a session of its own whose default
-        database is this warehouse's; writes and table functions touching files or the network raise
-        `ReadOnlyError` (consumers/clickhouse/read_only.py)."""
+        database is this warehouse's, under `limits` (default `DEFAULT_LIMITS`); writes and table functions
+        touching files or the network raise `ReadOnlyError`, a query past a limit `QueryLimitError`
+        (consumers/clickhouse/read_only.py)."""
 
     def close(self) -> None:
         """Release the connection; idempotent."""

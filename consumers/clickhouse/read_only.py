@@ -10,10 +10,17 @@ Two layers, both in the read-only session the adapter opens for a person's SQL:
    `file('/path')` still reads any file, `SELECT … INTO OUTFILE` still writes one, and `SYSTEM STOP MERGES`
    and `KILL QUERY` still run. So: exactly one statement; it must be a SELECT, SHOW, DESCRIBE, EXISTS or
    EXPLAIN; no INTO OUTFILE or FORMAT clause; table functions only from `ALLOWED_TABLE_FUNCTIONS` (they
-   touch neither files nor the network), and no function anywhere named like another table function
-   (`file`, `url`, …) or in `FORBIDDEN_FUNCTIONS`.
+   touch neither files nor the network), no function anywhere named like another table function
+   (`file`, `url`, …) or in `FORBIDDEN_FUNCTIONS`, and no name of a database whose engine reaches outside
+   (`OUTSIDE_DATABASE_ENGINES`: chDB's `default` is an Overlay of the file system, where
+   `EXISTS TABLE default.<path>` would tell whether any file exists).
 
 The statement that runs is the canonical text `formatQuery` returned, the very text that was checked.
+
+Limits (`QueryLimits`): the read-only session is opened with a time limit (`max_execution_time`) and a
+result-size limit (`max_result_rows`, `max_result_bytes`), all with overflow mode `throw`, set before
+`readonly = 1` so no query can lift them (`SETTINGS max_execution_time = 0` is refused like any other
+change). A query past a limit stops inside the engine and raises `QueryLimitError` naming the limit.
 """
 
 from __future__ import annotations
@@ -27,11 +34,15 @@ from consumers.clickhouse.contract import ReadOnlyError, WarehouseError
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
+    "DEFAULT_LIMITS",
     "FORBIDDEN_FUNCTIONS",
     "READ_ONLY_KINDS",
+    "QueryLimitError",
+    "QueryLimits",
     "checked_statement",
     "engine_reason",
     "is_readonly_refusal",
+    "limit_error",
     "refusal",
 ]
 
@@ -58,6 +69,9 @@ ALLOWED_TABLE_FUNCTIONS = frozenset(
 # Scalar functions that reach outside the warehouse (compared lower-case), besides every table function's
 # name that is not allowed above (so `file(...)`, the scalar twin of the table function, is refused too).
 FORBIDDEN_FUNCTIONS = frozenset({"file", "url", "catboostevaluate", "input"})
+# Database engines whose tables are files, objects or other servers (chDB's `default` is an Overlay over one).
+OUTSIDE_DATABASE_ENGINES = ("Overlay", "Filesystem", "S3", "HDFS", "MySQL", "PostgreSQL", "SQLite")
+_IDENTIFIER = re.compile(r"^(?:Table)?Identifier (\S+)")
 # The EXPLAIN AST root nodes of reads: SELECT (WITH, UNION, INTERSECT, EXCEPT), SHOW, DESCRIBE, EXISTS, EXPLAIN.
 READ_ONLY_KINDS = ("SelectWithUnionQuery", "SelectIntersectExceptQuery", "Show", "Describe", "Exists", "Explain")
 _SELECT_KINDS = ("SelectWithUnionQuery", "SelectIntersectExceptQuery")
@@ -68,6 +82,51 @@ READ_ONLY_HINT = (
 _FUNCTION = re.compile(r"^Function (\S+)")
 
 Run = Callable[[str], list[str]]  # a statement in the read-only session -> the first column of each row
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one person's query may cost: wall time in the engine, rows and bytes of its result."""
+
+    timeout_s: float = 60.0
+    max_rows: int = 100_000
+    max_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0 or self.max_rows < 1 or self.max_bytes < 1:
+            raise ValueError(f"query limits must be positive, got {self}")
+
+    def settings(self) -> dict[str, int | float | str]:
+        """The ClickHouse settings that enforce them (applied before `readonly = 1`)."""
+        return {
+            "max_execution_time": self.timeout_s,
+            "timeout_overflow_mode": "throw",
+            "max_result_rows": self.max_rows,
+            "max_result_bytes": self.max_bytes,
+            "result_overflow_mode": "throw",
+        }
+
+
+DEFAULT_LIMITS = QueryLimits()
+
+
+class QueryLimitError(WarehouseError):
+    """A read-only query ran past its time limit or its result-size limit; the engine stopped it."""
+
+
+def limit_error(message: str, limits: QueryLimits) -> QueryLimitError | None:
+    """The QueryLimitError for an engine error that is one of our limits (else None)."""
+    if "TIMEOUT_EXCEEDED" in message or "Code: 159." in message:
+        return QueryLimitError(
+            f"the query ran past its time limit of {limits.timeout_s:g} s and was stopped "
+            "(raise it with --timeout SECONDS)"
+        )
+    if "TOO_MANY_ROWS_OR_BYTES" in message or "Code: 396." in message:
+        return QueryLimitError(
+            f"the query's result is larger than its limit of {limits.max_rows:,} rows or {limits.max_bytes:,} "
+            "bytes and was stopped (aggregate or add LIMIT; or raise --max-rows / --max-bytes)"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -104,6 +163,8 @@ def checked_statement(sql: str, run: Run, table_functions: Iterable[str]) -> str
         raise ReadOnlyError(f"refused {_kind(root)}: {READ_ONLY_HINT}")
     _check_clauses(root, nodes)
     _check_functions(nodes, {name.lower() for name in table_functions})
+    engines = ", ".join(string_literal(e) for e in OUTSIDE_DATABASE_ENGINES)
+    _check_databases(nodes, set(run(f"SELECT name FROM system.databases WHERE engine IN ({engines})")))
     return canonical
 
 
@@ -169,4 +230,18 @@ def _check_functions(nodes: list[_Node], table_functions: set[str]) -> None:
             raise ReadOnlyError(
                 f"refused the function {name}(): it reads files, the network or the process "
                 f"(table functions allowed: {', '.join(sorted(ALLOWED_TABLE_FUNCTIONS))}); " + READ_ONLY_HINT
+            )
+
+
+def _check_databases(nodes: list[_Node], outside: set[str]) -> None:
+    """No identifier may name a database that reaches outside the warehouse (`db` or `db.table`)."""
+    for node in nodes:
+        match = _IDENTIFIER.match(node.label)
+        if match is None:
+            continue
+        name = match.group(1).strip("`")
+        if name in outside or name.split(".", 1)[0] in outside:
+            raise ReadOnlyError(
+                f"refused the database {name.split('.', 1)[0]}: its tables are files or other servers; "
+                + READ_ONLY_HINT
             )

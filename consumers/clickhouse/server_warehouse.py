@@ -17,7 +17,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from consumers.clickhouse._values import check_rows, normalize_server_value, quote_identifier
 from consumers.clickhouse.chdb_warehouse import DEFAULT_DATABASE
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
-from consumers.clickhouse.read_only import checked_statement, is_readonly_refusal, refusal
+from consumers.clickhouse.read_only import (
+    DEFAULT_LIMITS,
+    QueryLimits,
+    checked_statement,
+    is_readonly_refusal,
+    limit_error,
+    refusal,
+)
 
 __all__ = ["ServerSettings", "ServerWarehouse", "parse_server_url"]
 
@@ -77,6 +84,7 @@ class ServerWarehouse:
         self._database = database or settings.database
         quote_identifier(self._database)
         self._reader: Any = None  # the read-only client for people's SQL, opened on first use
+        self._reader_limits = DEFAULT_LIMITS
         try:
             self._client: Any = self._connect()
             self._client.command(
@@ -132,8 +140,8 @@ class ServerWarehouse:
         rows = tuple(tuple(normalize_server_value(v) for v in row) for row in result.result_rows)
         return QueryResult(tuple(result.column_names), rows)
 
-    def read_only_query(self, sql: str) -> QueryResult:
-        reader = self._read_only_client()
+    def read_only_query(self, sql: str, limits: QueryLimits = DEFAULT_LIMITS) -> QueryResult:
+        reader = self._read_only_client(limits)
 
         def call(statement: str) -> Any:
             try:
@@ -141,6 +149,8 @@ class ServerWarehouse:
             except _clickhouse_error() as exc:
                 if is_readonly_refusal(str(exc)):
                     raise refusal(str(exc)) from exc
+                if (limited := limit_error(str(exc), limits)) is not None:
+                    raise limited from exc
                 raise WarehouseError(f"ClickHouse rejected {statement[:200]!r}: {exc}") from exc
 
         def run(statement: str) -> list[str]:
@@ -151,13 +161,18 @@ class ServerWarehouse:
         rows = tuple(tuple(normalize_server_value(v) for v in row) for row in result.result_rows)
         return QueryResult(tuple(result.column_names), rows)
 
-    def _read_only_client(self) -> Any:
+    def _read_only_client(self, limits: QueryLimits) -> Any:
         if self._client is None:
             raise WarehouseError(f"ClickHouse warehouse {self.settings.display()} is closed")
+        if self._reader is not None and self._reader_limits != limits:
+            old, self._reader = self._reader, None
+            old.close()
         if self._reader is None:
             try:
-                # every request of this client carries the database and readonly = 1 (a session of its own)
-                self._reader = self._connect(database=self._database, settings={"readonly": 1})
+                # every request of this client carries the database, the limits and, last, readonly = 1
+                settings = {**limits.settings(), "readonly": 1}
+                self._reader = self._connect(database=self._database, settings=settings)
+                self._reader_limits = limits
             except _clickhouse_error() as exc:
                 raise WarehouseError(f"cannot use ClickHouse at {self.settings.display()}: {exc}") from exc
         return self._reader

@@ -40,6 +40,14 @@ def _digest_of(entry: str) -> str:
     return key_digest(entry)
 
 
+def _two_tenants(first: str, second: str) -> str:
+    """The refusal of one key under two tenants (the key itself is a secret: never in the message)."""
+    return (
+        f"a key listed for tenant {first} is listed for tenant {second} too: one key under two tenants would "
+        "let the last one win silently; give each tenant its own key"
+    )
+
+
 class ApiKeys:
     """Digest -> tenant. Build it with `ApiKeys.from_pairs` or `load_api_keys`."""
 
@@ -55,11 +63,14 @@ class ApiKeys:
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, str]]) -> ApiKeys:
         digests: dict[str, str] = {}
-        for key, tenant in pairs:
+        for n, (key, tenant) in enumerate(pairs, 1):
             key, tenant = key.strip(), tenant.strip()
             if not key or not tenant:
                 raise KeyFileError("every API key needs a non-empty key and tenant")
-            digests[_digest_of(key)] = tenant
+            digest = _digest_of(key)
+            if digests.get(digest, tenant) != tenant:
+                raise KeyFileError(f"entry {n}: {_two_tenants(digests[digest], tenant)}")
+            digests[digest] = tenant
         return cls(digests)
 
     @classmethod
@@ -67,6 +78,10 @@ class ApiKeys:
         return cls.from_pairs(keys.items())
 
     def merged(self, other: ApiKeys) -> ApiKeys:
+        """Both sets of keys; a key one maps to a tenant and the other to another is refused (no source wins)."""
+        for digest, tenant in other._by_digest.items():
+            if self._by_digest.get(digest, tenant) != tenant:
+                raise KeyFileError(_two_tenants(self._by_digest[digest], tenant))
         return ApiKeys({**self._by_digest, **other._by_digest})
 
     def tenant_for(self, key: str | None) -> str | None:
@@ -135,7 +150,8 @@ class IngestSettings(BaseSettings):
 
 
 def load_api_keys(settings: IngestSettings, file: Path | None = None) -> ApiKeys:
-    """Keys from the settings' list, the settings' file and `file` (a CLI flag), later ones winning."""
+    """Keys from the settings' list, the settings' file and `file` (a CLI flag); a key that two of them
+    (or two entries of one) give to different tenants is refused, so no source silently wins."""
     keys = ApiKeys({})
     if settings.api_keys is not None:
         where = "AGENTTWIN_INGEST_API_KEYS"
@@ -146,5 +162,8 @@ def load_api_keys(settings: IngestSettings, file: Path | None = None) -> ApiKeys
             raise KeyFileError(f"{where}: {exc}") from None
     for path in (settings.api_keys_file, file):
         if path is not None:
-            keys = keys.merged(read_key_file(path.expanduser()))
+            try:
+                keys = keys.merged(read_key_file(path.expanduser()))
+            except KeyFileError as exc:
+                raise KeyFileError(str(exc) if str(exc).startswith(f"{path}:") else f"{path}: {exc}") from None
     return keys

@@ -289,13 +289,14 @@ def test_a_warehouse_ahead_of_replaced_topics_is_refused_until_rebuild(
 ) -> None:
     """The topics went but the warehouse stayed: its `sink_offsets` are past the new topics' ends, so new
     events at those offsets would never be projected. The command stops with one line naming `agenttwin
-    rebuild`, which then gives the tables of a fresh data directory."""
+    rebuild`, which then gives the tables of a fresh data directory. (`agenttwin sql` is a reader: its own
+    copy follows the topics, so it answers from what they hold.)"""
     for n in range(2):
         _command(tmp_path, _request(n))
     shutil.rmtree(tmp_path / "topics-log")
-    code = main(["sql", "SELECT count() FROM comparisons", "--data-dir", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert code == 2 and "agenttwin rebuild" in err and len(err.strip().splitlines()) == 1, err
+    code = main(["sql", "SELECT count() FROM comparisons", "--format", "csv", "--data-dir", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out.split() == ["count()", "0"], captured.err
     with pytest.raises(WarehouseError, match="agenttwin rebuild"):
         _command(tmp_path, _request(0))  # the processors ran; the sink refuses to skip their events
     assert main(["rebuild", "--data-dir", str(tmp_path)]) == 0

@@ -1,5 +1,8 @@
-"""`agenttwin sql` is read-only and renders every column type in every format; `agenttwin rebuild` restores
-exactly the tables a fresh run has (compared with and without FINAL) — all after a real demo run."""
+"""`agenttwin sql` is read-only, bounded and renders every column type in every format; `agenttwin rebuild`
+restores exactly the tables a fresh run has (compared with and without FINAL) — all after a real demo run.
+
+`sql` is a reader: it projects the topics into a copy of its own (`<data dir>/readers/`), never the
+writer's warehouse, so its answers are compared with the writer's tables."""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ import csv
 import io
 import json
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +21,7 @@ import pytest
 from agenttwin.cli import main
 from agenttwin.pipeline import open_embedded
 from agenttwin.settings import Settings
-from consumers.clickhouse import qualified
+from consumers.clickhouse import ChdbWarehouse, qualified
 from consumers.projections import TABLE_BY_EVENT, snapshot, view_names
 
 TABLES = sorted(TABLE_BY_EVENT.values())
@@ -160,6 +166,11 @@ def test_files_and_the_network_are_out_of_reach(
         "SELECT * FROM executable('x.sh', 'CSV', 'x Int8')",
         "SELECT * FROM filesystem('/')",
         "SELECT * FROM python('x')",
+        f"EXISTS TABLE default.`{secret}`",  # chDB's `default` database is an overlay of the file system
+        f"EXISTS TABLE `default`.`{tmp_path / 'no-such-file'}`",
+        f"DESCRIBE TABLE default.`{secret}`",
+        f"SELECT count() FROM default.`{secret}`",
+        "SHOW TABLES FROM default",
     ]
     for attempt in attempts:
         code, out, err = _sql(capsys, demo_dir, attempt)
@@ -189,7 +200,12 @@ def test_rebuild_after_the_chdb_directory_was_deleted_restores_identical_tables(
     assert rows > 500
     data_dir = tmp_path / "copy"
     _copy_topics(demo_dir, data_dir)
-    assert _count(capsys, data_dir, "SELECT count() FROM comparisons") == 18  # a new warehouse: backfilled
+    assert _count(capsys, data_dir, "SELECT count() FROM comparisons") == 18  # a reader's copy: backfilled
+    assert not (data_dir / "clickhouse").exists()  # a reader leaves the writer's warehouse alone
+    with ChdbWarehouse(data_dir / "readers" / "clickhouse-0" / "clickhouse") as copy:
+        assert (snapshot(copy), snapshot(copy, final=False)) == (final, final)  # sql reads what a writer has
+    assert main(["rebuild", "--data-dir", str(data_dir)]) == 0
+    capsys.readouterr()
     assert _tables(data_dir) == (final, final)
     shutil.rmtree(data_dir / "clickhouse")
     assert main(["rebuild", "--data-dir", str(data_dir)]) == 0
@@ -209,8 +225,10 @@ def test_rebuild_after_a_dropped_table_restores_identical_tables(
     assert _tables(data_dir) == before
     with open_embedded(Settings(), data_dir) as emb:
         emb.warehouse.execute(f"DROP TABLE {qualified(emb.warehouse, 'verdicts')}")  # through the Python API
-    code, _out, err = _sql(capsys, data_dir, "SELECT count() FROM verdicts")
+    code = main(["demo", "--data-dir", str(data_dir)])  # the writer's sink finds the table gone
+    err = capsys.readouterr().err
     assert code == 2 and "agenttwin rebuild" in err and len(err.strip().splitlines()) == 1
+    assert _count(capsys, data_dir, "SELECT count() FROM verdicts") > 0  # a reader answers from its own copy
     assert main(["rebuild", "--data-dir", str(data_dir)]) == 0
     capsys.readouterr()
     assert _tables(data_dir) == before
@@ -218,3 +236,69 @@ def test_rebuild_after_a_dropped_table_restores_identical_tables(
     assert _tables(data_dir) == before
     assert main(["demo", "--data-dir", str(data_dir)]) == 0  # and the pipeline goes on from there
     assert _tables(data_dir) == before
+
+
+ENDLESS = "SELECT count() FROM generateRandom('x UInt64, s String')"
+
+
+def test_an_endless_query_stops_at_its_time_limit_in_one_line(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.monotonic()
+    code = main(["sql", ENDLESS, "--timeout", "2", "--data-dir", str(demo_dir)])
+    elapsed = time.monotonic() - started
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert "time limit of 2 s" in line and "--timeout" in line, line
+    assert elapsed < 120  # bounded (the limit is 2 s; the rest is projecting and a loaded machine)
+
+
+@pytest.mark.parametrize(
+    ("query", "flags", "needle"),
+    [
+        ("SELECT * FROM numbers(1000)", ["--max-rows", "100"], "--max-rows"),
+        ("SELECT repeat(toString(number), 100) FROM numbers(100000)", ["--max-bytes", "1000000"], "--max-bytes"),
+        ("SELECT * FROM numbers(200000)", [], "100,000 rows"),  # the default
+    ],
+)
+def test_a_result_past_its_size_limit_is_refused_in_one_line(
+    demo_dir: Path, capsys: pytest.CaptureFixture[str], query: str, flags: list[str], needle: str
+) -> None:
+    code = main(["sql", query, *flags, "--data-dir", str(demo_dir)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert "limit" in line and needle in line, line
+
+
+def test_a_query_cannot_lift_its_own_limits(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for setting in ("max_execution_time = 0", "max_result_rows = 0", "result_overflow_mode = 'break'"):
+        code, out, err = _sql(capsys, demo_dir, f"SELECT count() FROM numbers(10) SETTINGS {setting}")
+        assert (code, out) == (2, "") and "read-only" in err, (setting, err)
+    assert _count(capsys, demo_dir, "SELECT count() FROM numbers(1000)") == 1000  # within the limits
+
+
+def test_an_endless_query_keeps_no_writer_from_starting(
+    demo_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "copy"
+    shutil.copytree(demo_dir, data_dir, symlinks=True)
+    assert _count(capsys, data_dir, "SELECT count() FROM cases FINAL") == 36  # the reader's copy is up to date
+    command = [sys.executable, "-m", "agenttwin.cli", "sql", ENDLESS, "--timeout", "600", "--data-dir", str(data_dir)]
+    query = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)  # let it reach its query (not asserted: a writer must start at any moment of it)
+        demo = subprocess.run(
+            [sys.executable, "-m", "agenttwin.cli", "demo", "--data-dir", str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert demo.returncode == 0, demo.stderr
+        assert query.poll() is None  # the query was running the whole time
+    finally:
+        query.kill()
+        query.communicate(timeout=60)
+    assert not (data_dir / "topics-log" / "quarantine").exists()

@@ -16,6 +16,8 @@ import pytest
 
 from streams import _log_files
 from streams._avro_container import Block, parse_header, scan_blocks
+from streams._log_index import ENTRY_SIZE
+from streams._log_salvage import record_spans
 from streams.embedded_log import EmbeddedLog, EventLogError, LogDamagedError, NewRecord
 from streams.log_integrity import repair_log, verify_log
 
@@ -39,6 +41,12 @@ def _flip(path: Path, position: int, mask: int = 0x01) -> None:
     path.write_bytes(bytes(data))
 
 
+def _wreck(path: Path, block: Block) -> None:
+    """Two damaged bytes in a block: the checksum cannot say where, so repair keeps none of its records."""
+    _flip(path, block.body_position + 1)
+    _flip(path, block.end - 5)
+
+
 def _records(log: EmbeddedLog, topic: str, start: int = 0) -> list[tuple[int, bytes]]:
     return [(r.offset, r.value) for r in log.read(topic, start)]
 
@@ -60,7 +68,8 @@ def test_a_flipped_sync_byte_in_the_middle_is_reported_and_nothing_is_truncated(
     path = written / "topics" / "t.avro"
     _, blocks = _blocks(path)
     size = path.stat().st_size
-    _flip(path, blocks[2].end - 5)  # inside block 2's sync marker
+    _flip(path, blocks[2].end - 5)  # two bytes of block 2's sync marker: no record can be proven intact
+    _flip(path, blocks[2].end - 9)
     with pytest.raises(LogDamagedError) as caught:
         EmbeddedLog(written)
     line = str(caught.value)
@@ -107,9 +116,10 @@ def test_a_flipped_byte_in_a_record_framing_is_damage_not_a_crash(written: Path)
         EmbeddedLog(written)
     report = verify_log(written)
     assert [d.block for d in report.damaged] == [1]
-    repair_log(written)
+    (held,) = repair_log(written).quarantined
+    assert (held.first_offset, held.count) == (4, 1)  # the record that holds the byte; its block's others stay
     with EmbeddedLog(written) as log:
-        assert _records(log, "t") == [r for r in EXPECTED if not 4 <= r[0] < 8]
+        assert _records(log, "t") == [r for r in EXPECTED if r[0] != 4]
 
 
 def test_a_flipped_block_count_or_size_varint_is_damage(written: Path) -> None:
@@ -119,9 +129,9 @@ def test_a_flipped_block_count_or_size_varint_is_damage(written: Path) -> None:
     _flip(path, blocks[0].position + 1)  # the size varint of block 0
     report = verify_log(written)
     assert sorted(d.block for d in report.damaged) == [0, 3]
-    repair_log(written)
+    assert [q.count for q in repair_log(written).quarantined] == [0, 0]  # framing only: every record kept
     with EmbeddedLog(written) as log:
-        assert _records(log, "t") == [r for r in EXPECTED if 4 <= r[0] < 12 or r[0] >= 16]
+        assert _records(log, "t") == EXPECTED
 
 
 def test_damage_in_the_last_complete_block_is_not_a_torn_tail(written: Path) -> None:
@@ -131,11 +141,11 @@ def test_damage_in_the_last_complete_block_is_not_a_torn_tail(written: Path) -> 
     with pytest.raises(LogDamagedError, match="block 4"):
         EmbeddedLog(written)
     repaired = repair_log(written)
-    assert [(q.first_offset, q.count) for q in repaired.quarantined] == [(16, 4)]
+    assert [(q.first_offset, q.count) for q in repaired.quarantined] == [(16, 1)]
     with EmbeddedLog(written) as log:
         assert log.end_offset("t") == 20
         assert log.append("t", None, b"new") == 20
-        assert _records(log, "t", 15) == [(15, b"3-3"), (20, b"new")]
+        assert _records(log, "t", 15) == [(15, b"3-3"), (17, b"4-1"), (18, b"4-2"), (19, b"4-3"), (20, b"new")]
 
 
 def test_a_damaged_container_header_keeps_every_block(written: Path) -> None:
@@ -186,11 +196,15 @@ def test_a_damaged_index_is_reported_and_rebuilt_without_losing_a_block(written:
 
 
 @pytest.mark.parametrize("cut", [1, 5, 17])
-def test_a_torn_last_block_goes_to_quarantine_and_its_offsets_are_retired(written: Path, cut: int) -> None:
+def test_a_torn_last_block_goes_to_quarantine(written: Path, cut: int) -> None:
+    """The append never returned: its block is cut short and its index entry was never written."""
     path = written / "topics" / "t.avro"
+    index = written / "topics" / "t.idx"
     whole = path.read_bytes()
     _, blocks = _blocks(path)
-    path.write_bytes(whole[:-cut])  # a crash in the middle of the last block's write
+    path.write_bytes(whole[:-cut])
+    index.write_bytes(index.read_bytes()[:-ENTRY_SIZE])  # the entry is written only after the block's fsync
+    (written / "offsets" / "sink.json").write_text('{"t": 16}')  # nobody read what was never acknowledged
     assert verify_log(written).ok  # a torn tail is not damage: it was never acknowledged
     with EmbeddedLog(written) as log:
         (repair,) = log.repairs
@@ -202,10 +216,30 @@ def test_a_torn_last_block_goes_to_quarantine_and_its_offsets_are_retired(writte
         assert repair.quarantine is not None
         assert repair.quarantine.read_bytes() == whole[blocks[4].position : -cut]
         assert _records(log, "t") == EXPECTED[:16]
-        assert log.append("t", None, b"after") == 20
+        assert log.append("t", None, b"after") == 16  # no reader was ever told of offsets 16-19
     with EmbeddedLog(written) as log:
         assert log.repairs == []
-        assert _records(log, "t", 15) == [(15, b"3-3"), (20, b"after")]
+        assert _records(log, "t", 15) == [(15, b"3-3"), (16, b"after")]
+
+
+@pytest.mark.parametrize("cut", [1, 5, 17])
+def test_a_last_block_the_index_lists_cut_short_is_damage_and_nothing_is_cut(written: Path, cut: int) -> None:
+    """Its entry says it was on disk when the append returned: acknowledged records are missing."""
+    path = written / "topics" / "t.avro"
+    path.write_bytes(path.read_bytes()[:-cut])
+    size = path.stat().st_size
+    for read_only in (True, False):
+        with pytest.raises(LogDamagedError, match=r"topic t: block 4 .*acknowledged bytes are missing.*log repair"):
+            EmbeddedLog(written, read_only=read_only)
+    assert path.stat().st_size == size and not (written / "quarantine").exists()
+    (damage,) = verify_log(written).damaged
+    assert (damage.block, damage.first_offset, damage.count) == (4, 16, 4)
+    (held,) = repair_log(written).quarantined
+    lost = [19] if cut > 16 else []  # the sync marker is 16 bytes: a longer cut reaches the last record
+    assert (held.first_offset, held.count) == ((19, 1) if lost else (16, 0))
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == [r for r in EXPECTED if r[0] not in lost]  # the whole records are kept
+        assert log.append("t", None, b"after") == 20  # the lost records' offsets stay taken
 
 
 def test_an_unindexed_incomplete_tail_is_quarantined(written: Path) -> None:
@@ -324,7 +358,7 @@ def test_after_a_repair_the_container_alone_keeps_every_offset(written: Path, da
     path = written / "topics" / "t.avro"
     _, blocks = _blocks(path)
     for b in damaged:
-        _flip(path, blocks[b].body_position + 1)
+        _wreck(path, blocks[b])
     repair_log(written)
     (written / "topics" / "t.idx").unlink()
     kept = [r for r in EXPECTED if r[0] // 4 not in damaged]
@@ -342,7 +376,7 @@ def test_several_damaged_blocks_are_all_reported_and_all_quarantined(written: Pa
     path = written / "topics" / "t.avro"
     _, blocks = _blocks(path)
     for b in (0, 2, 3):
-        _flip(path, blocks[b].body_position + 2)
+        _wreck(path, blocks[b])
     assert [d.block for d in verify_log(written).damaged] == [0, 2, 3]
     assert len(repair_log(written).quarantined) == 3
     with EmbeddedLog(written) as log:
@@ -357,7 +391,7 @@ class _Crash(Exception):
 def test_an_interrupted_repair_is_finished_on_the_next_open(written: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = written / "topics" / "t.avro"
     _, blocks = _blocks(path)
-    _flip(path, blocks[1].body_position)
+    _wreck(path, blocks[1])
 
     def crash(*args: object) -> None:
         raise _Crash  # power lost right after the repair's commit point
@@ -412,7 +446,7 @@ def test_verify_of_a_clean_log_reports_nothing(written: Path) -> None:
 
 def test_a_reader_follows_a_writer_across_a_repaired_gap(written: Path) -> None:
     path = written / "topics" / "t.avro"
-    _flip(path, _blocks(path)[1][4].body_position)  # the last block: offsets 16-19 go to quarantine
+    _wreck(path, _blocks(path)[1][4])  # the last block: offsets 16-19 go to quarantine
     repair_log(written)
     with EmbeddedLog(written) as writer, EmbeddedLog(written, read_only=True) as reader:
         assert reader.end_offset("t") == 20
@@ -443,3 +477,68 @@ def test_verify_beside_a_busy_writer_never_reports_damage(tmp_path: Path) -> Non
         finally:
             stop.set()
             writer.join()
+
+
+def _record_positions(path: Path, block: Block) -> list[tuple[int, int]]:
+    """[start, end) in the file of each record of a clean block."""
+    body = path.read_bytes()[block.body_position : block.body_position + block.body_size]
+    spans = record_spans(body, block.count)
+    assert spans is not None
+    return [(block.body_position + a, block.body_position + b) for a, b in spans]
+
+
+@pytest.mark.parametrize("record", [0, 1, 3])
+@pytest.mark.parametrize("part", ["first byte", "last byte"])
+def test_repair_keeps_every_record_of_a_damaged_block_but_the_damaged_one(
+    written: Path, record: int, part: str
+) -> None:
+    path = written / "topics" / "t.avro"
+    _, blocks = _blocks(path)
+    start, end = _record_positions(path, blocks[2])[record]
+    _flip(path, start if part == "first byte" else end - 1, 0x24)
+    lost = 8 + record
+    (held,) = repair_log(written).quarantined
+    assert (held.first_offset, held.count, held.kind) == (lost, 1, "damaged")
+    assert f"offsets {lost}-{lost}" in held.reason and "other records were kept" in held.reason
+    assert verify_log(written).ok
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == [r for r in EXPECTED if r[0] != lost]  # every other record, same offset
+        assert log.append("t", None, b"next") == 20
+    with EmbeddedLog(written) as log:  # and the repaired file opens as it is
+        assert len(_records(log, "t")) == 20
+
+
+@pytest.mark.parametrize("where", ["count", "size", "sync"])
+def test_damage_in_a_blocks_framing_loses_no_record(written: Path, where: str) -> None:
+    path = written / "topics" / "t.avro"
+    _, blocks = _blocks(path)
+    b = blocks[1]
+    _flip(path, {"count": b.position, "size": b.position + 1, "sync": b.end - 3}[where], 0x40)
+    (held,) = repair_log(written).quarantined
+    assert held.count == 0 and "every record was kept" in held.reason
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == EXPECTED
+
+
+def test_two_damaged_bytes_in_a_block_quarantine_the_whole_block(written: Path) -> None:
+    path = written / "topics" / "t.avro"
+    _, blocks = _blocks(path)
+    spans = _record_positions(path, blocks[2])
+    _flip(path, spans[0][0] + 1, 0x01)
+    _flip(path, spans[3][0] + 1, 0x01)
+    (held,) = repair_log(written).quarantined
+    assert (held.first_offset, held.count) == (8, 4)  # nothing can be proven intact
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == EXPECTED[:8] + EXPECTED[12:]
+
+
+def test_a_cut_block_keeps_the_records_that_are_whole(written: Path) -> None:
+    path = written / "topics" / "t.avro"
+    _, blocks = _blocks(path)
+    spans = _record_positions(path, blocks[4])
+    path.write_bytes(path.read_bytes()[: spans[2][0] + 2])  # records 16 and 17 whole, 18 cut, 19 gone
+    (held,) = repair_log(written).quarantined
+    assert (held.first_offset, held.count) == (18, 2)
+    with EmbeddedLog(written) as log:
+        assert _records(log, "t") == EXPECTED[:18]
+        assert log.append("t", None, b"next") == 20

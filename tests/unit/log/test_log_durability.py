@@ -3,8 +3,9 @@
 The checks watch the real system calls (os.pwrite/os.write/os.fsync/os.replace, resolved to paths through
 /proc/self/fd) while the real log, runtime and HTTP receiver run, and assert at the moment of the
 acknowledgement that every byte written to a topic file was fsynced, and that a topic file created for
-the batch had its directory entry fsynced too. The index is written in the same window (before the
-acknowledgement); it is rebuilt from the container if power is lost before the page cache reaches it.
+the batch had its directory entry fsynced too. A block's index entry is written after that fsync (and
+before the acknowledgement): a block the index lists was on disk, so one cut short is damage, never a torn
+write. The index is rebuilt from the container if power is lost before the page cache reaches it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 from producers.otlp import ApiKeys, make_server
 from producers.otlp import server as otlp_server
+from streams._log_index import ENTRY_SIZE
 from streams.embedded import EmbeddedRuntime
 from streams.embedded_log import EmbeddedLog, NewRecord
 from tests.unit.traces.conftest import agent_trace
@@ -91,7 +93,32 @@ def test_append_many_returns_after_the_fsync_of_the_block_and_of_a_new_topic_fil
         log.append_many("t", [NewRecord(b"c")])
         calls.check_durable()
         fsyncs = [p for op, p in calls.events if op in ("fsync", "fdatasync")]
-        assert fsyncs == [topic_file]  # one fsync per batch, shared by the block and its index entry
+        assert fsyncs == [topic_file]  # one fsync per batch
+        index_file = str((tmp_path / "topics" / "t.idx").resolve())
+        assert calls.events.index(("pwrite", index_file)) > calls.events.index(("fsync", topic_file))
+
+
+def test_an_index_entry_is_written_only_once_its_block_is_on_disk(tmp_path: Path, calls: Calls) -> None:
+    index_file = tmp_path / "topics" / "t.idx"
+    with EmbeddedLog(tmp_path) as log:
+        log.append("t", None, b"first")
+        listed = index_file.stat().st_size
+        calls.events.clear()
+        with log.deferred_sync() as touched:  # group commit: the caller fsyncs later
+            log.append_many("t", [NewRecord(b"a"), NewRecord(b"b")])
+            log.append_many("t", [NewRecord(b"c")])
+        assert index_file.stat().st_size == listed  # not on disk yet: not listed
+        assert not any(op == "pwrite" and path == str(index_file.resolve()) for op, path in calls.events)
+        log.sync(touched)
+        assert index_file.stat().st_size == listed + 2 * ENTRY_SIZE
+        topic_file = str((tmp_path / "topics" / "t.avro").resolve())
+        first_index_write = calls.events.index(("pwrite", str(index_file.resolve())))
+        assert calls.events.index(("fsync", topic_file)) < first_index_write
+        with log.deferred_sync():
+            log.append("t", None, b"never synced by its caller")
+    with EmbeddedLog(tmp_path, read_only=True) as log:  # close() made it durable, then listed it
+        assert [r.value for r in log.read("t")] == [b"first", b"a", b"b", b"c", b"never synced by its caller"]
+    assert index_file.stat().st_size == listed + 3 * ENTRY_SIZE
 
 
 def test_runtime_publish_returns_durable(tmp_path: Path, calls: Calls) -> None:

@@ -166,3 +166,20 @@ def test_webhook_dead_letters_undecodable_messages(runtime: EmbeddedRuntime, hoo
     assert stats.dead_lettered == 1 and hook.bodies == []
     (letter,) = runtime.read_events("dead-letters")
     assert isinstance(letter, DeadLettered) and letter.stage == "webhook" and letter.original_value == b"not avro"
+
+
+def test_webhook_dead_letters_are_one_per_group_and_cause(runtime: EmbeddedRuntime, hook_factory: list[_Hook]) -> None:
+    _contradiction(runtime)
+    for group, status in (("ops", 500), ("audit", 500), ("billing", 400)):  # three targets fail on one alert
+        hook = _hook(hook_factory, [status] * 3)
+        sender = WebhookSender(hook.url, attempts=2, sleep=lambda _: None)
+        assert webhook_embedded(runtime, sender, group=group).dead_lettered == 1
+        sender.close()
+    letters = [e for e in runtime.read_events("dead-letters") if isinstance(e, DeadLettered)]
+    assert len(letters) == len({e.event_id for e in letters}) == 3  # none collapsed into another
+    assert sorted(e.error_class for e in letters) == [REJECTED, UNDELIVERABLE, UNDELIVERABLE]
+    again = WebhookSender(_hook(hook_factory, [500] * 3).url, attempts=2, sleep=lambda _: None)
+    runtime.log.commit("ops", "contradictions", 0)  # the same group fails on the same alert again
+    webhook_embedded(runtime, again, group="ops")
+    again.close()
+    assert len([e for e in runtime.read_events("dead-letters") if isinstance(e, DeadLettered)]) == 3  # same letter

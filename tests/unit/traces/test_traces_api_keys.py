@@ -104,3 +104,22 @@ def test_ingest_refuses_such_a_key_file_with_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and "reserved for simulations" in err and str(keys) in err
+
+
+def test_a_key_listed_under_two_tenants_is_refused_at_load(tmp_path: Path) -> None:
+    lines = tmp_path / "keys.txt"
+    lines.write_text("shared-key=acme\nother=beta\nshared-key=beta\n")
+    refusal = rf"^{re.escape(str(lines))}: entry 3: a key listed for tenant acme is listed for tenant beta too"
+    with pytest.raises(KeyFileError, match=refusal):
+        read_key_file(lines)
+    doc = tmp_path / "keys.json"
+    doc.write_text('{"shared-key": "acme", "shared-key ": "beta"}')  # the same key once stripped
+    with pytest.raises(KeyFileError, match="two tenants") as caught:
+        read_key_file(doc)
+    assert "shared-key" not in str(caught.value).replace(str(doc), "")  # a secret is never echoed
+    settings = IngestSettings(api_keys="k=acme", api_keys_file=lines.with_name("ok.txt"))  # type: ignore[arg-type]
+    lines.with_name("ok.txt").write_text("k=beta\n")
+    with pytest.raises(KeyFileError, match="two tenants"):
+        load_api_keys(settings)  # across sources too: no "last one wins" between tenants
+    lines.write_text("same=acme\nsame=acme\n")  # the same mapping twice is harmless
+    assert read_key_file(lines).tenant_for("same") == "acme"
