@@ -176,12 +176,18 @@ def assess(
     policy: VersionPolicy,
 ) -> list[Decision]:
     """The decisions the counts call for now. `versions`: version -> test counts; `alarms`: alarm key ->
-    "open" | "cleared"; `cleared`: pair keys already cleared. Pure: the caller records what it emits."""
+    "open" | "cleared"; `cleared`: pair keys already cleared. Pure: the caller records what it emits.
+
+    Every newer version is tested against every older one that never regressed."""
     out: list[Decision] = []
     ordered = sorted(versions, key=version_key)
+    # a version that regressed is never a baseline: a fix is judged against the last good version
+    regressed = {key.split(">")[1] for key in alarms}
     newly_cleared: set[str] = set()
     for i, candidate in enumerate(ordered):
         for baseline in ordered[:i]:
+            if baseline in regressed:
+                continue
             tests = pair_tests(versions, baseline, candidate)
             trials = tests[policy.metrics[0]].candidate_trials
             pk = pair_key(baseline, candidate)
@@ -208,3 +214,16 @@ def assess(
                 out.append(Decision(CLEARED, baseline, candidate, metric, REPLACED, tests, replaced_by=newer))
                 break
     return out
+
+
+def recorded(alarms: dict[str, str], cleared: set[str], decisions: list[Decision]) -> tuple[dict[str, str], set[str]]:
+    """The alarms and cleared pairs once `decisions` are emitted (new objects; the inputs are left as they were)."""
+    alarms, cleared = dict(alarms), set(cleared)
+    for d in decisions:
+        if d.kind == REGRESSED and d.metric is not None:
+            alarms[alarm_key(d.baseline_version, d.candidate_version, d.metric)] = "open"
+        elif d.reason == REPLACED and d.metric is not None:
+            alarms[alarm_key(d.baseline_version, d.candidate_version, d.metric)] = "cleared"
+        else:
+            cleared.add(pair_key(d.baseline_version, d.candidate_version))
+    return alarms, cleared
