@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,37 +10,17 @@ import pytest
 from agenttwin.pipeline import Embedded
 from consumers.clickhouse import open_warehouse
 from consumers.embedded_sink import sync
-from producers.production_traffic import SituationOutcome, situation_outcomes, trace_events
+from producers.production_traffic import canary_events
 from streams.embedded import EmbeddedRuntime
 from streams.events import ContradictionDetected, Event, VersionCleared, VersionRegressed, VersionWindowed
 from streams.processors import OutcomeJoin, VersionTally, VersionWatch
 
 T0 = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
-AGENT = "support-refund-agent"
 
 
 def traffic(customers: int, canary: str, seed: int = 4) -> list[Event]:
     """Customers one a second, 10 % of them on `canary`, the rest on 1.2.4."""
-    import random
-
-    from producers.production_traffic import DEMO_CO_TRAFFIC
-
-    outcomes: dict[str, dict[str, SituationOutcome]] = {v: situation_outcomes(v) for v in ("1.2.4", canary)}
-    rng = random.Random(seed)
-    names = list(DEMO_CO_TRAFFIC)
-    events: list[Event] = []
-    for i in range(customers):
-        version = canary if rng.random() < 0.1 else "1.2.4"
-        situation = rng.choices(names, weights=[DEMO_CO_TRAFFIC[n] for n in names])[0]
-        events += trace_events(
-            outcomes[version][situation],
-            agent=AGENT,
-            version=version,
-            tenant="demo-co",
-            trace_id=f"{seed:08x}{i:024x}",
-            at=T0 + timedelta(seconds=i),
-        )
-    return events
+    return list(canary_events(customers, canary, seed=seed, start=T0))
 
 
 def _run(data_dir: Path, events: list[Event]) -> EmbeddedRuntime:
