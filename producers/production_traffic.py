@@ -22,6 +22,7 @@ from evaluation.grader import grade_case
 from producers.agents.registry import resolve_agent
 from producers.simulator import close_agent, simulate_case
 from streams import ids
+from twin_engine.paths import MISSING, get_path
 from twin_engine.records import CallRecord
 
 # Weights of the situations customers arrive in (scenario names of agenttwin/demo/scenarios).
@@ -51,6 +52,9 @@ class SituationOutcome:
     failed: tuple[bool, ...]  # whether each of those calls failed
     final_answer: str | None
     order_id: str | None
+    # the payment system's evidence: each state the scenario expects (path -> value) and what the twin holds
+    expected: tuple[tuple[str, Any], ...] = ()
+    observed: tuple[tuple[str, Any], ...] = ()
 
     @property
     def failed_tools(self) -> tuple[str, ...]:
@@ -89,6 +93,11 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
                     agent_spec=f"demo:{version}",
                 )
                 graded = grade_case(case)
+                expected = [
+                    (str(e["path"]), e["equals"])
+                    for e in by_name[name].expectations
+                    if e.get("type") in ("state", "outcomeVerified") and isinstance(e.get("equals"), int | float | str)
+                ]
                 calls = [r for r in case.records if isinstance(r, CallRecord)]
                 order = case.context.get("order_id") or next(
                     (
@@ -98,6 +107,10 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
                     ),
                     None,
                 )
+                if not expected and order and any(r.tool == "refund_payment" for r in calls):
+                    # the payment system's own rule: a refund asked for is one more refund on the order
+                    path = f"orders.{order}.refund_count"
+                    expected = [(path, int(_state_at(case.initial_state, path) or 0) + 1)]
                 seen.add(
                     SituationOutcome(
                         scenario=name,
@@ -109,6 +122,8 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
                         failed=tuple(r.status != "ok" for r in calls),
                         final_answer=case.output if isinstance(case.output, str) else None,
                         order_id=order,
+                        expected=tuple(expected),
+                        observed=tuple((path, _state_at(case.final_state, path)) for path, _ in expected),
                     )
                 )
             if len(seen) != 1:
@@ -117,6 +132,11 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
     finally:
         close_agent(agent)
     return out
+
+
+def _state_at(state: Any, path: str) -> Any:
+    value = get_path(state, path)
+    return None if value is MISSING else value
 
 
 def customer_situations(seed: int, count: int, traffic: dict[str, int] = DEMO_CO_TRAFFIC) -> list[str]:
@@ -251,7 +271,12 @@ def trace_events(
         outcome.verified_status if outcome.verified else "UNKNOWN",
         outcome.verified,
         "external_callback" if outcome.verified else "unavailable",
-        {"situation": outcome.scenario, "order_id": outcome.order_id or ""},
+        {
+            "situation": outcome.scenario,
+            "order_id": outcome.order_id or "",
+            "expected": dict(outcome.expected),
+            "observed": dict(outcome.observed),
+        },
         tenant=tenant,
         at=verified_at,
     )

@@ -53,3 +53,20 @@ def test_the_webhook_posts_version_alarms_once(flagged: EmbeddedRuntime, hook_fa
     )
     assert webhook_embedded(flagged, WebhookSender(hook.url)).delivered == 0  # committed: not re-sent
     flagged.close()
+
+
+def test_mine_drafts_a_scenario_per_contradicted_trace_of_the_regression(
+    flagged: EmbeddedRuntime, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agenttwin.cli import main
+
+    alarms = [e for e in flagged.read_events("version-alerts") if isinstance(e, VersionRegressed)]
+    regressed = max(alarms, key=lambda a: (a.detected_at, a.event_id))  # what 'latest' names
+    flagged.close()
+    target = tmp_path / "drafts"
+    assert main(["mine", "--regression", "latest", "--data-dir", str(flagged.data_dir), "-o", str(target)]) == 0
+    assert sorted(p.stem for p in target.glob("*.yaml")) == sorted(regressed.contradicted_traces)
+    text = (target / f"{regressed.contradicted_traces[0]}.yaml").read_text()
+    assert "kind: Scenario" in text and "refund_payment" in text
+    assert f"alarm {regressed.alarm_id}" in capsys.readouterr().out
+    assert main(["mine", "--regression", "nope", "--data-dir", str(flagged.data_dir), "-o", str(target)]) != 0
