@@ -53,8 +53,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], data_dir_
     kafka_arg(g)
     g.set_defaults(func=lazy("agenttwin.report_commands", "gate"))
 
-    r = sub.add_parser("report", help="write JUnit XML, Markdown or HTML reports of a stored evaluation")
-    r.add_argument("evaluation_id", metavar="EVALUATION_ID")
+    r = sub.add_parser(
+        "report", help="write JUnit XML, Markdown or HTML reports of a stored evaluation, or of production"
+    )
+    r.add_argument("evaluation_id", metavar="EVALUATION_ID", nargs="?")
+    r.add_argument(
+        "--production",
+        action="store_true",
+        help="with --html: agent versions in production (rates over time, version alarms, latest contradictions)",
+    )
     add_report_args(r)
     r.add_argument("--evaluator-version", default=None)
     data_dir_arg(r)
