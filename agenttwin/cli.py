@@ -72,11 +72,21 @@ def _parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=commands.simulate)
 
     mine = sub.add_parser("mine", help="turn a production trace with a verification into a scenario draft")
-    mine.add_argument("--trace", required=True, metavar="TRACE_ID", help="32 hex digits")
+    mined = mine.add_mutually_exclusive_group(required=True)
+    mined.add_argument("--trace", metavar="TRACE_ID", help="32 hex digits")
+    mined.add_argument(
+        "--regression",
+        metavar="ALARM_ID",
+        help="a VersionRegressed's alarm id, or 'latest': one draft per contradicted trace it lists (-o a directory)",
+    )
     mine.add_argument("--tenant", help="the trace's tenant, when several tenants sent that trace id")
     mine.add_argument("--twin", metavar="TWIN", help="twin file, or 'demo' (default)")
     mine.add_argument(
-        "-o", "--output", required=True, metavar="FILE", help="where the scenario draft goes ('-': stdout)"
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="where the scenario draft goes ('-': stdout; a directory with --regression)",
     )
     mine.add_argument("--data-dir", metavar="DIR", help="default $AGENTTWIN_DATA_DIR, else ~/.agenttwin")
     mine.set_defaults(func=lazy("agenttwin.mine_cli", "mine"))

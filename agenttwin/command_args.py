@@ -55,10 +55,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], data_dir_
 
     r = sub.add_parser(
         "report",
-        help="write JUnit XML, Markdown or HTML reports of a stored evaluation",
+        help="write JUnit XML, Markdown or HTML reports of a stored evaluation, or of production",
         description="With no format flag, writes the HTML report to ./agenttwin-report-EVALUATION_ID.html.",
     )
-    r.add_argument("evaluation_id", metavar="EVALUATION_ID")
+    r.add_argument("evaluation_id", metavar="EVALUATION_ID", nargs="?")
+    r.add_argument(
+        "--production",
+        action="store_true",
+        help="with --html: agent versions in production (rates over time, version alarms, latest contradictions)",
+    )
     add_report_args(r)
     r.add_argument("--evaluator-version", default=None)
     data_dir_arg(r)

@@ -16,12 +16,24 @@ WORKER_KINDS = (
     "comparator",
     "subject-join",
     "outcome-join",
+    "version-tally",
+    "version-watch",
     "sink",
     "alerts",
     "all",
 )
 # `all` = every processor and the sink (the alert tail prints; run it on its own).
-ALL_KINDS = ("planner", "simulator", "grader", "comparator", "subject-join", "outcome-join", "sink")
+ALL_KINDS = (
+    "planner",
+    "simulator",
+    "grader",
+    "comparator",
+    "subject-join",
+    "outcome-join",
+    "version-tally",
+    "version-watch",
+    "sink",
+)
 
 
 def _worker_command(args: argparse.Namespace) -> int:

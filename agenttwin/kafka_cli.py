@@ -34,7 +34,7 @@ from streams.kafka.reading import TopicTail, group_lag, read_all
 from streams.kafka.runner import WorkerGroup
 from streams.kafka.sink_loop import SinkLoop
 from streams.kafka.worker import Worker
-from streams.processors import Comparator, Grader, OutcomeJoin, Simulator, SubjectJoin
+from streams.processors import Comparator, Grader, OutcomeJoin, Simulator, SubjectJoin, VersionTally, VersionWatch
 from streams.topics import ALL_TOPICS
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -93,6 +93,10 @@ def build_workers(
             workers.append(FaustWorker(SubjectJoin(), bootstrap, naming, data_dir))
         elif kind == "outcome-join":
             workers.append(FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir))
+        elif kind == "version-tally":
+            workers.append(FaustWorker(VersionTally(), bootstrap, naming, data_dir))
+        elif kind == "version-watch":
+            workers.append(FaustWorker(VersionWatch(), bootstrap, naming, data_dir))
         elif kind == "sink":
             if warehouse is None:
                 raise ValueError("the sink worker needs a warehouse")

@@ -22,7 +22,17 @@ from streams.convert import graded_from_verdict
 from streams.embedded import DecodeError, EmbeddedRuntime, Progress, RunStats
 from streams.events import CaseVerdicted, EvaluationRequested, Event, PairPlanned
 from streams.log_reader import adopt_dead_letters
-from streams.processors import Comparator, Grader, OutcomeJoin, Planner, Processor, Simulator, SubjectJoin
+from streams.processors import (
+    Comparator,
+    Grader,
+    OutcomeJoin,
+    Planner,
+    Processor,
+    Simulator,
+    SubjectJoin,
+    VersionTally,
+    VersionWatch,
+)
 from twin_engine.canonical import canonical_json
 
 Refine = Callable[[GradedCase], GradedCase]
@@ -114,6 +124,7 @@ def processors(
     out += [Grader(v, refine) for v in versions]
     out.append(Comparator())  # one comparator for every version on the topic
     out += [SubjectJoin(), OutcomeJoin()]  # the subject join feeds the outcome join verifications by subject
+    out += [VersionTally(), VersionWatch()]  # production traces per agent version (docs/guides/versions.md)
     return out
 
 

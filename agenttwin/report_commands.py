@@ -117,6 +117,10 @@ def default_report_path(evaluation_id: str) -> str:
 
 
 def report(args: argparse.Namespace) -> int:
+    if getattr(args, "production", False):
+        return production_report(args)
+    if not args.evaluation_id:
+        raise CliError("name the evaluation to report (EVALUATION_ID), or pass --production")
     if not any(getattr(args, f) for f in REPORT_FORMATS):
         args.html = default_report_path(args.evaluation_id)
     version = _version(args)
@@ -249,3 +253,60 @@ def demo_epilogue(store: Store, evaluation_ids: Sequence[str], version: str, dat
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(shown), encoding="utf-8")
     return str(path)
+
+
+# --- the production page ----------------------------------------------------------------------------------
+
+LATEST_CONTRADICTIONS = 20
+
+
+def production_report(args: argparse.Namespace) -> int:
+    """`agenttwin report --production --html FILE` (agenttwin/reports/production.py)."""
+    from agenttwin.reports.production import render_production
+
+    if args.evaluation_id:
+        raise CliError("--production reports production, not an evaluation: drop EVALUATION_ID")
+    if not args.html or args.junit or args.markdown:
+        raise CliError("--production writes HTML only: pass --html FILE")
+    with open_store(args) as store:
+        data = production_data(store.warehouse)
+    text = render_production(data)
+    if args.html == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.html).write_text(text, encoding="utf-8")
+        out(
+            f"Wrote {args.html}: {len(data.windows)} version windows, "
+            f"{sum(1 for a in data.alarms if a.get('state') == 'open')} open version alarm(s), "
+            f"{len(data.contradictions)} latest contradiction(s)."
+        )
+    return 0
+
+
+def production_data(warehouse: Warehouse) -> Any:
+    """The rows of the production page, from the projections (production tenants only, never `sim:`)."""
+    from agenttwin.reports.production import ProductionData
+
+    def rows(sql: str) -> list[dict[str, Any]]:
+        return warehouse.read_only_query(sql).as_dicts()
+
+    windows = rows(
+        "SELECT tenant, agent, agent_version, window_start, traces, verified_traces, contradictions, "
+        "verified_failures, escalations, tool_errors FROM v_version_windows "
+        "ORDER BY tenant, agent, agent_version, window_start"
+    )
+    alarms = rows("SELECT * FROM v_version_alarms ORDER BY detected_at, alarm_id")
+    contradictions = rows(
+        "SELECT c.tenant AS tenant, c.agent AS agent, c.agent_version AS agent_version, c.trace_id AS trace_id, "
+        "c.detected_at AS detected_at, c.claimed_status AS claimed_status, c.verified_status AS verified_status, "
+        "c.source AS source, c.detail AS detail, cl.final_answer AS final_answer, v.reason AS reason "
+        "FROM v_contradictions AS c "
+        "LEFT JOIN (SELECT ifNull(tenant, '') AS t, trace_id, final_answer FROM claims FINAL) AS cl "
+        "ON cl.t = ifNull(c.tenant, '') AND cl.trace_id = c.trace_id "
+        "LEFT JOIN (SELECT ifNull(tenant, '') AS t, trace_id, argMax(reason, occurred_at) AS reason "
+        "FROM verified_outcomes FINAL GROUP BY t, trace_id) AS v "
+        "ON v.t = ifNull(c.tenant, '') AND v.trace_id = c.trace_id "
+        "WHERE NOT startsWith(ifNull(c.tenant, ''), 'sim:') "
+        f"ORDER BY c.detected_at DESC, c.trace_id LIMIT {LATEST_CONTRADICTIONS}"
+    )
+    return ProductionData(windows, alarms, contradictions)

@@ -111,6 +111,8 @@ def ingest(args: argparse.Namespace) -> int:
     from streams.log_reader import adopt_dead_letters
     from streams.processors.outcome_join import OutcomeJoin
     from streams.processors.subject_join import SubjectJoin
+    from streams.processors.version_tally import VersionTally
+    from streams.processors.version_watch import VersionWatch
 
     settings, ingest_settings = load_settings(), IngestSettings()
     try:
@@ -158,6 +160,9 @@ def ingest(args: argparse.Namespace) -> int:
         joins = [
             LiveProcessor(runtime, SubjectJoin(), publisher, tick_every_s=TICK_EVERY_S),
             LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher, tick_every_s=TICK_EVERY_S),
+            # the version watch over what the joins read (docs/guides/versions.md)
+            LiveProcessor(runtime, VersionTally(), publisher),
+            LiveProcessor(runtime, VersionWatch(), publisher),
         ]
 
         def adopt() -> int:  # dead letters a webhook beside this writer made (streams/log_reader.py)
@@ -165,7 +170,7 @@ def ingest(args: argparse.Namespace) -> int:
                 return adopt_dead_letters(runtime)
 
         run_every(joins, args.join_every, stop, also=[adopt])
-        where += f", subject and outcome joins every {args.join_every:g} s"
+        where += f", subject and outcome joins and the version watch every {args.join_every:g} s"
     out(f"agenttwin ingest: {server.url}{TRACES_PATH} and {OUTCOMES_PATH} ({len(keys)} API key(s); {where})")
     sys.stdout.flush()
     try:

@@ -33,7 +33,11 @@ from streams.events import (
     SpanRecorded,
     SubjectLinked,
     SubjectVerified,
+    TraceTallied,
     TwinCallRecorded,
+    VersionCleared,
+    VersionRegressed,
+    VersionWindowed,
 )
 
 TABLE_BY_EVENT: dict[type[Event], str] = {
@@ -54,6 +58,10 @@ TABLE_BY_EVENT: dict[type[Event], str] = {
     HumanReviewed: "reviews",
     GateDecided: "gate_decisions",
     DeadLettered: "dead_letters",
+    TraceTallied: "version_traces",
+    VersionWindowed: "version_windows",
+    VersionRegressed: "version_regressions",
+    VersionCleared: "version_clearances",
 }
 DDL_FILES = ("tables.sql", "views.sql", "sink.sql")
 SINK_TABLES = ("sink_offsets", "sink_events", "sink_identity", "sink_schema")

@@ -1,11 +1,11 @@
-"""The webhook sink: POST each contradiction alert as JSON, retry with bounded exponential backoff,
+"""The webhook sink: POST each alert (contradictions, version alarms) as JSON, retry with bounded exponential backoff,
 and dead-letter what cannot be delivered.
 
 Per alert: up to `attempts` POSTs (connection errors, timeouts, 408, 429 and 5xx are retried; other
 4xx are final at once). An alert that is not delivered goes to the dead-letters topic with stage
 `webhook`, the reason and the original message bytes. The consumer group's offset moves past a message
 only after it was delivered or dead-lettered, so a crash re-sends (receivers dedupe on the
-`Idempotency-Key` header, the alert id) and never loses an alert.
+`Idempotency-Key` header: the alert id, or a version alarm's event id) and never loses an alert.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import httpx
 
-from consumers.alerts import TOPIC, alert_json
+from consumers.alerts import ALERT_TYPES, TOPICS, alert_json, alert_key
 from streams import ids
 from streams._log_support import GroupOffsets
 from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
 from streams.embedded_log import EmbeddedLog, LogRecord
-from streams.events import ContradictionDetected, DeadLettered, Event
+from streams.events import DeadLettered, Event
 from streams.kafka.codec import KafkaCodec, SourceRef
 from streams.kafka.codec import dead_letter as kafka_dead_letter
 from streams.kafka.naming import Naming
@@ -130,11 +130,11 @@ def _handle_embedded(
         stats.dead_lettered += 1
         dead_letters([_letter(dead_letter(STAGE, exc.reason, str(exc), record), group)])
         return
-    if not isinstance(event, ContradictionDetected):
+    if not isinstance(event, ALERT_TYPES):
         stats.dead_lettered += 1
         dead_letters([_letter(dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record), group)])
         return
-    delivery = sender.deliver(alert_json(event), event.alert_id)
+    delivery = sender.deliver(alert_json(event), alert_key(event))
     stats.attempts += delivery.attempts
     if delivery.ok:
         stats.delivered += 1
@@ -148,8 +148,8 @@ def _deliver(
     log: EmbeddedLog,
     decode: Callable[[LogRecord], Event],
     dead_letters: Callable[[list[Event]], object],
-    committed: Callable[[], int],
-    commit: Callable[[int], None],
+    committed: Callable[[str], int],
+    commit: Callable[[str, int], None],
     sender: WebhookSender,
     *,
     follow: bool,
@@ -158,10 +158,12 @@ def _deliver(
 ) -> WebhookStats:
     stats = WebhookStats()
     while True:
-        if TOPIC in log.topics():
-            for record in log.read(TOPIC, committed()):
+        for topic in TOPICS:
+            if topic not in log.topics():
+                continue
+            for record in log.read(topic, committed(topic)):
                 _handle_embedded(group, decode, dead_letters, sender, record, stats)
-                commit(record.offset + 1)
+                commit(topic, record.offset + 1)
         if not follow or stop():
             return stats
         time.sleep(poll_s)
@@ -184,8 +186,8 @@ def webhook_embedded(
         log,
         runtime.decode,
         runtime.publish,
-        lambda: log.committed(group, TOPIC),
-        lambda offset: log.commit(group, TOPIC, offset),
+        lambda topic: log.committed(group, topic),
+        lambda topic, offset: log.commit(group, topic, offset),
         sender,
         follow=follow,
         poll_s=poll_s,
@@ -209,16 +211,17 @@ def webhook_beside_writer(
     with EmbeddedRuntime(consumer_dir(data_dir, f"webhook-{group}")) as side, ReadOnlyLog(data_dir) as reader:
         (side.data_dir / "progress").mkdir(exist_ok=True)
         progress = GroupOffsets(side.data_dir / "progress", fsync=True, cache=True)
-        start = max(progress.get(group, TOPIC), reader.log.committed(group, TOPIC))
-        if progress.get(group, TOPIC) != start:
-            progress.put(group, TOPIC, start)
+        for topic in TOPICS:
+            start = max(progress.get(group, topic), reader.log.committed(group, topic))
+            if progress.get(group, topic) != start:
+                progress.put(group, topic, start)
         return _deliver(
             group,
             reader.log,
             reader.decode,
             side.publish,
-            lambda: progress.get(group, TOPIC),
-            lambda offset: progress.put(group, TOPIC, offset),
+            lambda topic: progress.get(group, topic),
+            lambda topic, offset: progress.put(group, topic, offset),
             sender,
             follow=follow,
             poll_s=poll_s,
@@ -250,7 +253,7 @@ def webhook_kafka(
     names = naming or Naming()
     codec = KafkaCodec(names)
     consumer = Consumer(consumer_config(bootstrap, names.group(group)))
-    consumer.subscribe([names.topic(TOPIC)])
+    consumer.subscribe([names.topic(t) for t in TOPICS])
     stats, seen, idle_since = WebhookStats(), 0, time.monotonic()
     try:
         while not stop() and (max_messages is None or seen < max_messages):
@@ -270,12 +273,12 @@ def webhook_kafka(
                 stats.dead_lettered += 1
                 dead_letters.publish([_letter(kafka_dead_letter(STAGE, exc.reason, exc, source), group)])
             else:
-                if not isinstance(event, ContradictionDetected):
+                if not isinstance(event, ALERT_TYPES):
                     stats.dead_lettered += 1
                     letter = kafka_dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, source)
                     dead_letters.publish([_letter(letter, group)])
                 else:
-                    delivery = sender.deliver(alert_json(event), event.alert_id)
+                    delivery = sender.deliver(alert_json(event), alert_key(event))
                     stats.attempts += delivery.attempts
                     if delivery.ok:
                         stats.delivered += 1

@@ -37,6 +37,10 @@ SUBJECTS = Topic("subjects")  # SubjectLinked x SubjectVerified, keyed by the bu
 CLAIMS = Topic("claims")
 REVIEWS = Topic("reviews")
 GATE_DECISIONS = Topic("gate-decisions")
+# the version watch: traces re-keyed by (tenant, agent) so one agent's versions meet in one partition
+VERSION_TRACES = Topic("version-traces")
+VERSION_WINDOWS = Topic("version-windows")
+VERSION_ALERTS = Topic("version-alerts")
 DEAD_LETTERS = Topic("dead-letters", partitions=1)
 
 ALL_TOPICS: tuple[Topic, ...] = (
@@ -54,6 +58,9 @@ ALL_TOPICS: tuple[Topic, ...] = (
     CLAIMS,
     REVIEWS,
     GATE_DECISIONS,
+    VERSION_TRACES,
+    VERSION_WINDOWS,
+    VERSION_ALERTS,
     DEAD_LETTERS,
 )
 TOPIC_BY_NAME: dict[str, Topic] = {t.name: t for t in ALL_TOPICS}

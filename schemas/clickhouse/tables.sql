@@ -490,6 +490,125 @@ ENGINE = ReplacingMergeTree(revision)
 ORDER BY (ifNull(tenant, ''), trace_id)
 SETTINGS non_replicated_deduplication_window = 1000;
 
+-- TraceTallied: What one production trace counts for in its agent version's rates: claimed and verified status, contradicted, verified failure, tool errors, escalated, and its one-minute window.
+CREATE TABLE IF NOT EXISTS version_traces
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `watch_key` String,
+    `trace_id` String,
+    `revision` Int32,
+    `agent` String,
+    `agent_version` String,
+    `window_start` DateTime64(3, 'UTC'),
+    `claimed_status` String,
+    `contradicted` Bool,
+    `verified_failure` Bool,
+    `tool_errors` Int32,
+    `escalated` Bool,
+    `verified_status` Nullable(String),
+    `alert_id` Nullable(String)
+)
+ENGINE = ReplacingMergeTree(revision)
+ORDER BY (ifNull(tenant, ''), trace_id)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- VersionWindowed: One agent version's counts in one one-minute window of production traffic (traces, claimed and verified outcomes by status, contradictions, verified failures, tool errors, escalations).
+CREATE TABLE IF NOT EXISTS version_windows
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `watch_key` String,
+    `agent` String,
+    `agent_version` String,
+    `window_start` DateTime64(3, 'UTC'),
+    `revision` Int32,
+    `traces` Int32,
+    `claimed_success` Int32,
+    `claimed_failure` Int32,
+    `claimed_partial` Int32,
+    `claimed_escalated` Int32,
+    `claimed_refused` Int32,
+    `claimed_unknown` Int32,
+    `verified_traces` Int32,
+    `verified_success` Int32,
+    `verified_partial` Int32,
+    `verified_failure` Int32,
+    `verified_unknown` Int32,
+    `contradictions` Int32,
+    `verified_failures` Int32,
+    `tool_errors` Int32,
+    `escalations` Int32
+)
+ENGINE = ReplacingMergeTree(revision)
+ORDER BY (ifNull(tenant, ''), agent, agent_version, window_start)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- VersionRegressed: A newer agent version's contradiction, verified-failure or escalation rate is higher than an older version's: the sequential test's e-value crossed the policy's threshold.
+CREATE TABLE IF NOT EXISTS version_regressions
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `watch_key` String,
+    `alarm_id` String,
+    `agent` String,
+    `baseline_version` String,
+    `candidate_version` String,
+    `metric` String,
+    `baseline_traces` Int32,
+    `baseline_events` Int32,
+    `baseline_rate` Float64,
+    `candidate_traces` Int32,
+    `candidate_events` Int32,
+    `candidate_rate` Float64,
+    `e_value` Float64,
+    `log_e_value` Float64,
+    `threshold` Float64,
+    `alpha` Float64,
+    `policy` String,
+    `detected_at` DateTime64(3, 'UTC'),
+    `detail` String,
+    `contradicted_traces` Array(String)
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (ifNull(tenant, ''), alarm_id)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+-- VersionCleared: A newer agent version cleared against an older one (no alarm after the policy's number of verified traces), or an open version alarm closed because a newer version cleared against its baseline.
+CREATE TABLE IF NOT EXISTS version_clearances
+(
+    `event_id` String,
+    `event_type` String,
+    `occurred_at` DateTime64(3, 'UTC'),
+    `tenant` Nullable(String),
+    `correlation_id` String,
+    `watch_key` String,
+    `agent` String,
+    `baseline_version` String,
+    `candidate_version` String,
+    `reason` String,
+    `baseline_traces` Int32,
+    `candidate_traces` Int32,
+    `policy` String,
+    `cleared_at` DateTime64(3, 'UTC'),
+    `detail` String,
+    `alarm_id` Nullable(String),
+    `metric` Nullable(String),
+    `replaced_by` Nullable(String)
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (event_id)
+SETTINGS non_replicated_deduplication_window = 1000;
+
 -- Upgrades of projections an earlier version created (CREATE ... IF NOT EXISTS leaves an old table as it was).
 ALTER TABLE evaluation_requests ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;
 ALTER TABLE pairs ADD COLUMN IF NOT EXISTS `trials` Int32 DEFAULT 1;

@@ -204,3 +204,58 @@ FROM (
 LEFT JOIN (SELECT tenant, trace_id, agent, agent_version FROM claims FINAL) AS c
     ON ifNull(c.tenant, '') = ifNull(s.tenant, '') AND c.trace_id = s.trace_id
 GROUP BY tenant, agent, agent_version, tool;
+
+-- The version watch (docs/guides/versions.md): each agent version's one-minute windows of production traffic,
+-- latest revision, with the rates the sequential test compares (contradictions and verified failures over
+-- verified traces, escalations over traces).
+CREATE OR REPLACE VIEW v_version_windows AS
+SELECT
+    tenant,
+    agent,
+    agent_version,
+    window_start,
+    traces,
+    verified_traces,
+    claimed_success,
+    claimed_failure,
+    claimed_partial,
+    claimed_escalated,
+    claimed_refused,
+    claimed_unknown,
+    verified_success,
+    verified_partial,
+    verified_failure,
+    verified_unknown,
+    contradictions,
+    verified_failures,
+    tool_errors,
+    escalations,
+    if(verified_traces = 0, NULL, round(contradictions / verified_traces, 4)) AS contradiction_rate,
+    if(verified_traces = 0, NULL, round(verified_failures / verified_traces, 4)) AS verified_failure_rate,
+    if(traces = 0, NULL, round(escalations / traces, 4)) AS escalation_rate
+FROM version_windows FINAL;
+
+-- Version alarms: every VersionRegressed with its state (open until a VersionCleared closes it).
+CREATE OR REPLACE VIEW v_version_alarms AS
+SELECT
+    r.tenant AS tenant,
+    r.agent AS agent,
+    r.baseline_version AS baseline_version,
+    r.candidate_version AS candidate_version,
+    r.metric AS metric,
+    r.baseline_rate AS baseline_rate,
+    r.candidate_rate AS candidate_rate,
+    r.baseline_traces AS baseline_traces,
+    r.candidate_traces AS candidate_traces,
+    r.e_value AS e_value,
+    r.threshold AS threshold,
+    r.policy AS policy,
+    r.detected_at AS detected_at,
+    r.contradicted_traces AS contradicted_traces,
+    if(c.alarm_id = '', 'open', 'cleared') AS state,
+    if(c.alarm_id = '', NULL, c.replaced_by) AS replaced_by,
+    r.alarm_id AS alarm_id
+FROM version_regressions AS r FINAL
+LEFT JOIN (SELECT ifNull(alarm_id, '') AS alarm_id, any(replaced_by) AS replaced_by FROM version_clearances FINAL
+           WHERE alarm_id IS NOT NULL GROUP BY alarm_id) AS c
+    ON c.alarm_id = r.alarm_id;

@@ -17,7 +17,11 @@ from streams.events.pair_planned import PairPlanned
 from streams.events.span_recorded import SpanRecorded
 from streams.events.subject_linked import SubjectLinked
 from streams.events.subject_verified import SubjectVerified
+from streams.events.trace_tallied import TraceTallied
 from streams.events.twin_call_recorded import TwinCallRecorded
+from streams.events.version_cleared import VersionCleared
+from streams.events.version_regressed import VersionRegressed
+from streams.events.version_windowed import VersionWindowed
 
 EVENT_TYPES: tuple[type[Event], ...] = (
     EvaluationRequested,
@@ -37,6 +41,10 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     HumanReviewed,
     GateDecided,
     DeadLettered,
+    TraceTallied,
+    VersionWindowed,
+    VersionRegressed,
+    VersionCleared,
 )
 EVENT_BY_SCHEMA: dict[str, type[Event]] = {e.SCHEMA: e for e in EVENT_TYPES}
 
@@ -60,5 +68,9 @@ __all__ = [
     "SpanRecorded",
     "SubjectLinked",
     "SubjectVerified",
+    "TraceTallied",
     "TwinCallRecorded",
+    "VersionCleared",
+    "VersionRegressed",
+    "VersionWindowed",
 ]

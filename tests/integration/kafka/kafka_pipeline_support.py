@@ -37,8 +37,17 @@ from tests.integration.kafka_broker import unique_name
 TABLES = sorted(TABLE_BY_EVENT.values())
 ALL_TOPIC_NAMES = tuple(t.name for t in ALL_TOPICS)
 COMPARED = [t for t in TABLES if t != "dead_letters"]
-# tables only production traffic fills (a simulation has none): subject links and verifications, claims read
-PRODUCTION_ONLY = ("subject_links", "subject_verifications", "claims")
+# tables only production traffic fills (a simulation has none): subject links and verifications, claims read,
+# the version watch's
+PRODUCTION_ONLY = (
+    "subject_links",
+    "subject_verifications",
+    "claims",
+    "version_traces",
+    "version_windows",
+    "version_regressions",
+    "version_clearances",
+)
 PIPELINE_TIMEOUT_S = 90.0
 DEMO_PAIRS = (("demo:1.2.4", "demo:1.3.0"), ("demo:1.3.0", "demo:1.3.1"))
 

@@ -1,0 +1,104 @@
+"""The version watch's first stage: each production trace's tally, re-keyed by (tenant, agent).
+
+Inputs keyed by trace id (claim readings, verified outcomes, contradiction alerts) meet here per trace;
+whenever the trace's tally (evaluation/version_watch.trace_tally) changes, a TraceTallied with the next
+revision goes to `version-traces`, keyed by tenant and agent so the second stage (VersionWatch) sees all
+of one agent's versions in one partition. A trace is tallied once its claim was read and names an agent
+and a version; simulated evaluations (the `sim:` tenants) are not production and are left out.
+The store holds plain data (strings for times) and is reassigned, never mutated in place.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from evaluation.version_watch import trace_tally, window_start
+from streams import ids
+from streams.events import ClaimRead, ContradictionDetected, Event, OutcomeVerified, TraceTallied
+from streams.processors.base import Processor, Store
+
+
+def watch_key(tenant: str | None, agent: str) -> str:
+    return f"{tenant or ''}|{agent}"
+
+
+class VersionTally(Processor):
+    inputs = ("claims", "verified-outcomes", "contradictions")
+    stateful = True
+
+    @property
+    def name(self) -> str:
+        return "version-tally"
+
+    def handle(self, store: Store, event: Event) -> list[Event]:
+        if ids.is_simulation_tenant(event.tenant):
+            return []
+        key = ids.join_key(event.tenant, getattr(event, "trace_id", ""))
+        entry: dict[str, Any] = dict(store.get(key) or {"tenant": event.tenant})
+        if isinstance(event, ClaimRead):
+            if event.revision <= entry.get("claim_revision", 0):
+                return []
+            at = event.received_time.isoformat()
+            entry["claim_revision"] = event.revision
+            entry["claim"] = {
+                "claimed_status": event.claimed_status,
+                "tools": list(event.tools),
+                "failed_tools": list(event.failed_tools),
+                "agent": event.agent,
+                "agent_version": event.agent_version,
+            }
+            entry["first_at"] = min(at, entry.get("first_at", at))
+        elif isinstance(event, OutcomeVerified):
+            known = entry.get("verification")
+            if known is not None and known["verified"] and not event.verified:
+                return []  # a verified outcome is not undone by an unverifiable one
+            entry["verification"] = {"status": event.status, "verified": event.verified}
+        elif isinstance(event, ContradictionDetected):
+            if event.kind != "contradiction" or entry.get("alert_id"):
+                return []
+            entry["alert_id"] = event.alert_id
+        else:
+            return []
+        out = self._tally(entry, event.trace_id, event.received_time)
+        store[key] = entry
+        return out
+
+    def _tally(self, entry: dict[str, Any], trace_id: str, at: datetime) -> list[Event]:
+        claim = entry.get("claim")
+        if claim is None or not claim.get("agent") or not claim.get("agent_version"):
+            return []
+        tally = trace_tally(claim, entry.get("verification"), alerted=bool(entry.get("alert_id")))
+        content = {
+            **tally,
+            "agent": claim["agent"],
+            "agent_version": claim["agent_version"],
+            "window_start": window_start(datetime.fromisoformat(entry["first_at"])).isoformat(),
+            "alert_id": entry.get("alert_id"),
+        }
+        if content == entry.get("tallied"):
+            return []
+        revision = int(entry.get("revision", 0)) + 1
+        entry["tallied"], entry["revision"] = content, revision
+        tenant = entry["tenant"]
+        return [
+            TraceTallied(
+                event_id=ids.event_id("TraceTallied", tenant or "", trace_id, revision),
+                occurred_at=at,
+                correlation_id=trace_id,
+                tenant=tenant,
+                watch_key=watch_key(tenant, claim["agent"]),
+                trace_id=trace_id,
+                revision=revision,
+                agent=claim["agent"],
+                agent_version=claim["agent_version"],
+                window_start=datetime.fromisoformat(content["window_start"]),
+                claimed_status=tally["claimed_status"],
+                verified_status=tally["verified_status"],
+                contradicted=tally["contradicted"],
+                verified_failure=tally["verified_failure"],
+                tool_errors=tally["tool_errors"],
+                escalated=tally["escalated"],
+                alert_id=content["alert_id"],
+            )
+        ]
