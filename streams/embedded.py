@@ -217,7 +217,7 @@ class EmbeddedRuntime:
 
     def encode(self, event: Event) -> NewRecord:
         """The log record of an event: single-object value, identity headers, event time as its timestamp."""
-        value = self.schemas.encode(event.SCHEMA, event.to_record())
+        value = self.schemas.encode_event(event)
         headers = record_headers(event, event.SCHEMA, self.schemas.current(event.SCHEMA).fingerprint)
         return NewRecord(value=value, key=event.key, headers=headers, timestamp_ms=event_time_ms(event))
 
