@@ -36,14 +36,25 @@ from streams.embedded_log import EmbeddedLog, NewRecord
 from streams.processors.outcome_join import OutcomeJoin
 
 
-def ours(bodies: list[tuple[bytes, list[str]]]) -> tuple[float, float, int]:
-    """(CPU s, wall s, alerts) of receiver mapping -> group commit -> live join over `bodies`."""
+def rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def ours(bodies: list[tuple[bytes, list[str]]], rss: list[float]) -> tuple[float, float, int]:
+    """(CPU s, wall s, alerts) of receiver mapping -> group commit -> live join over `bodies`; the RSS
+    every 10th request goes to `rss`."""
     with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
         runtime = EmbeddedRuntime(Path(tmp))
         publisher = GroupCommitPublisher(runtime)
         live = LiveProcessor(runtime, OutcomeJoin(), publisher, tick_every_s=1.0)
         cpu, wall = time.process_time(), time.perf_counter()
-        for body, traces in bodies:
+        for i, (body, traces) in enumerate(bodies):
+            if i % 10 == 0:
+                rss.append(rss_mb())
             batch = map_request(parse_request(body, PROTOBUF), TENANT, received_at=wall_clock())
             publisher.publish(batch.events)
             at = datetime.now(UTC)
@@ -52,6 +63,10 @@ def ours(bodies: list[tuple[bytes, list[str]]]) -> tuple[float, float, int]:
             )
             live.step()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        rss.append(rss_mb())
+        if live.checkpoint is not None:
+            print(f"  join state              {live.checkpoint.in_memory:,} keys in memory, "
+                  f"{sum(1 for _ in live.checkpoint):,} in all (budget {live.state_budget:,})")  # fmt: skip
         publisher.close()
         alerts = sum(1 for _ in runtime.log.read(ALERTS)) if ALERTS in runtime.log.topics() else 0
         runtime.close()
@@ -77,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     load_start = _results.loadavg()
     bodies = [build_request(f"cpu-{time.time_ns()}", i * args.traces, args.traces) for i in range(args.requests)]
     spans = args.requests * args.traces * SPANS_PER_RUN
-    cpu, wall, alerts = ours(bodies)
+    rss: list[float] = []
+    cpu, wall, alerts = ours(bodies, rss)
     base = raw(bodies)
     rate, base_rate = spans / cpu, spans / base
     runs = args.requests * args.traces
@@ -86,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  baseline                {base_rate:,.0f} spans per CPU-second (protobuf decode + append)")
     print(f"  ratio                   {rate / base_rate:.3f}")
     print(f"  alerts                  {alerts} of {runs}")
+    half = rss[len(rss) // 2]
+    print(f"  RSS                     {rss[0]:.0f} MB at start, {half:.0f} MB halfway, {rss[-1]:.0f} MB at the end")
     print(f"  load average            {load_start} at start, {_results.loadavg()} at end")
     figures = {
         "spans": spans,
@@ -95,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratio": rate / base_rate,
         "alerts": alerts,
         "runs": runs,
+        "rss_mb": {"start": rss[0], "half": half, "end": rss[-1], "max": max(rss)},
     }
     print(f"  written                 {_results.write('bench_embedded_cpu', figures, load_at_start=load_start)}")
     return 0 if alerts == runs else 1
