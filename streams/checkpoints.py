@@ -11,6 +11,8 @@ previous checkpoint and the events after it are handled again; their outputs ded
 are not fsync'ed (synchronous=OFF): the log they derive from is, so a checkpoint lost or torn by a power
 failure costs a rebuild, never a result, and the checks below catch a torn one. Reads go to disk on first
 use and are cached until the next commit, so memory holds what a command touched, not the whole store.
+A long-running processor (the live joins beside the receiver) gives a `budget`: after each commit the
+`budget` keys written or read most recently stay in memory, the rest are on disk only (docs/guides/live-join-state.md).
 
 Trusted only when its format and code tag are this code's, the meta row's CRC matches, and the row count
 and an order-independent digest of every (key, CRC) match the meta row; each value's CRC is checked when
@@ -20,6 +22,7 @@ it is read. Otherwise `CheckpointCorrupt`: the runtime moves the files aside and
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import sqlite3
@@ -49,8 +52,9 @@ def _row_hash(key: bytes, crc: int) -> int:
 class Checkpoint(MutableMapping[str, Any]):
     """A processor's store backed by one checkpoint file; `commit` makes the changes and offsets durable."""
 
-    def __init__(self, path: Path, group: str, tag: str) -> None:
+    def __init__(self, path: Path, group: str, tag: str, *, budget: int | None = None) -> None:
         self.path = path
+        self.budget = budget  # keys kept in memory across commits (None: none, as for a batch command)
         self.group = group
         self.tag = tag
         fresh = not path.exists()
@@ -149,12 +153,14 @@ class Checkpoint(MutableMapping[str, Any]):
         return value
 
     def __setitem__(self, key: str, value: Any) -> None:
+        self._cache.pop(key, None)  # the cache's order is the order of last change: trimmed oldest first
         self._cache[key] = value
         self._dirty.add(key)
 
     def __delitem__(self, key: str) -> None:
         if key not in self:
             raise KeyError(key)
+        self._cache.pop(key, None)
         self._cache[key] = _ABSENT
         self._dirty.add(key)
 
@@ -181,10 +187,10 @@ class Checkpoint(MutableMapping[str, Any]):
     def commit(self, offsets: dict[str, int], clock: datetime | None) -> None:
         """Write the changed keys, the offsets and the clock in one transaction; then forget the cache."""
         if not self._dirty and offsets == self.offsets and clock == self.clock:
-            self._cache.clear()
-            self._crcs.clear()
+            self._trim()
             return
         rows, digest = self._rows, self._digest
+        written: dict[str, int | None] = {}  # the CRC each changed key's row has now (None: no row)
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for key in sorted(self._dirty):
@@ -194,12 +200,15 @@ class Checkpoint(MutableMapping[str, Any]):
                     rows, digest = rows - 1, digest ^ _row_hash(raw, old)
                 value = self._cache[key]
                 if value is _ABSENT:
-                    self._db.execute("DELETE FROM kv WHERE key = ?", (raw,))
+                    if old is not None:
+                        self._db.execute("DELETE FROM kv WHERE key = ?", (raw,))
+                    written[key] = None
                     continue
                 data = dumps(value)
                 crc = zlib.crc32(data)
                 self._db.execute("INSERT OR REPLACE INTO kv (key, value, crc) VALUES (?, ?, ?)", (raw, data, crc))
                 rows, digest = rows + 1, digest ^ _row_hash(raw, crc)
+                written[key] = crc
             self._write_meta(dict(offsets), clock, rows, digest)
             self._db.execute("COMMIT")
         except BaseException:
@@ -208,8 +217,26 @@ class Checkpoint(MutableMapping[str, Any]):
         self._rows, self._digest = rows, digest
         self.offsets, self.clock = dict(offsets), clock
         self._dirty.clear()
-        self._cache.clear()
-        self._crcs.clear()
+        self._crcs.update(written)
+        self._trim()
+
+    def _trim(self) -> None:
+        """After a commit (nothing dirty): keep the `budget` most recently changed keys, forget the rest."""
+        if not self.budget:
+            self._cache.clear()
+            self._crcs.clear()
+            return
+        excess = len(self._cache) - self.budget
+        if excess <= 0:
+            return
+        for key in list(itertools.islice(self._cache, excess)):
+            del self._cache[key]
+            self._crcs.pop(key, None)
+
+    @property
+    def in_memory(self) -> int:
+        """Keys whose value (or absence) is held in memory."""
+        return len(self._cache)
 
     def _stored_crc(self, raw: bytes) -> int | None:
         row = self._db.execute("SELECT crc FROM kv WHERE key = ?", (raw,)).fetchone()
@@ -225,15 +252,15 @@ class Checkpoint(MutableMapping[str, Any]):
         self._db.close()
 
 
-def open_checkpoint(directory: Path, group: str, tag: str) -> Checkpoint:
+def open_checkpoint(directory: Path, group: str, tag: str, *, budget: int | None = None) -> Checkpoint:
     """The group's checkpoint; one that cannot be trusted is moved aside (with a warning) for a fresh one."""
     path = directory / f"{group}.sqlite"
     try:
-        return Checkpoint(path, group, tag)
+        return Checkpoint(path, group, tag, budget=budget)
     except CheckpointCorrupt as exc:
         aside = set_aside(path)
         _log.warning("%s; rebuilding %s from offset 0 (the old file is kept as %s)", exc, group, aside)
-        checkpoint = Checkpoint(path, group, tag)
+        checkpoint = Checkpoint(path, group, tag, budget=budget)
         checkpoint.replaced = aside
         return checkpoint
 

@@ -230,7 +230,7 @@ class EmbeddedRuntime:
 
     def encode(self, event: Event) -> NewRecord:
         """The log record of an event: single-object value, identity headers, event time as its timestamp."""
-        value = self.schemas.encode(event.SCHEMA, event.to_record())
+        value = self.schemas.encode_event(event)
         headers = record_headers(event, event.SCHEMA, self.schemas.current(event.SCHEMA).fingerprint)
         return NewRecord(value=value, key=event.key, headers=headers, timestamp_ms=event_time_ms(event))
 
@@ -319,17 +319,24 @@ class EmbeddedRuntime:
             return _State({}, {t: self.log.committed(p.name, t) for t in p.inputs})
         if not self.checkpoints:
             return _State({}, dict.fromkeys(p.inputs, 0))
-        checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p))
+        checkpoint = self.open_checkpoint(p)
+        cursors = {t: checkpoint.offsets.get(t, 0) for t in p.inputs}
+        return _State(checkpoint, cursors, checkpoint.clock, checkpoint)
+
+    def open_checkpoint(self, p: Processor, *, budget: int | None = None) -> Checkpoint:
+        """The stateful processor's checkpoint, trusted (else set aside: a fresh one, `replaced` set).
+
+        `budget`: the store keys it keeps in memory across commits (streams/checkpoints.py)."""
+        checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p), budget=budget)
         past = sorted(t for t in p.inputs if checkpoint.offsets.get(t, 0) > self.log.end_offset(t))
         if past:  # the topics were replaced under it (deleted, an older copy): it describes other records
             checkpoint.close()
             aside = set_aside(checkpoint.path)
             _log.warning("the checkpoint of %s is past the end of %s; rebuilding it from offset 0 (the old file "
                          "is kept as %s)", p.name, ", ".join(past), aside.name)  # fmt: skip
-            checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p))
+            checkpoint = open_checkpoint(self.checkpoint_dir, p.name, state_tag(p), budget=budget)
             checkpoint.replaced = aside
-        cursors = {t: checkpoint.offsets.get(t, 0) for t in p.inputs}
-        return _State(checkpoint, cursors, checkpoint.clock, checkpoint)
+        return checkpoint
 
     def _save(self, p: Processor, state: _State) -> None:
         """Commit what the processor has handled; its outputs are in the log already."""

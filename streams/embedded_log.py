@@ -51,6 +51,7 @@ from fastavro import schemaless_writer
 
 from streams import _log_files
 from streams._avro_container import ContainerFormatError, block_body, frame_block, header_bytes, scan_region
+from streams._avro_writer import NotCompiled, Writer, compile_writer
 from streams._log_index import (
     BLOCK,
     ENTRY_SIZE,
@@ -89,6 +90,17 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _BLOCK_CACHE_SIZE = 16
+
+
+# A NewRecord's attributes are the log record schema's fields: written without a dict per record
+def _record_writer() -> Writer:
+    writer = compile_writer(PARSED, attributes=True)
+    if writer is None:
+        raise RuntimeError("the log record schema does not compile")
+    return writer
+
+
+_WRITE_RECORD = _record_writer()
 
 
 @dataclass(frozen=True)
@@ -386,18 +398,25 @@ class EmbeddedLog:
         """
         if self.read_only:
             raise EventLogError(f"{self.data_dir} is open read-only")
-        body = io.BytesIO()
+        body = bytearray()
         count = 0
         for record in records:
             if not isinstance(record.value, bytes):
                 raise EventLogError(f"topic {topic}: value must be bytes, got {type(record.value).__name__}")
-            entry = {
-                "key": record.key,
-                "value": record.value,
-                "headers": dict(record.headers),
-                "timestamp_ms": record.timestamp_ms,
-            }
-            schemaless_writer(body, PARSED, entry)
+            mark = len(body)
+            try:
+                _WRITE_RECORD(body, record)
+            except NotCompiled:  # e.g. headers in another Mapping than a dict: fastavro writes it
+                del body[mark:]
+                entry = {
+                    "key": record.key,
+                    "value": record.value,
+                    "headers": dict(record.headers),
+                    "timestamp_ms": record.timestamp_ms,
+                }
+                one = io.BytesIO()
+                schemaless_writer(one, PARSED, entry)
+                body += one.getvalue()
             count += 1
         with self._mutex:
             state = self._topic(topic, create=True)
@@ -405,7 +424,7 @@ class EmbeddedLog:
             assert state.index_fd is not None
             if count == 0:
                 return range(state.end_offset, state.end_offset)
-            data = frame_block(count, body.getvalue(), state.sync)
+            data = frame_block(count, bytes(body), state.sync)
             position = state.file_end
             index_entry = block_entry(position, data, count, state.end_offset)
             if os.pwrite(state.fd, data, position) != len(data):

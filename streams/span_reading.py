@@ -42,7 +42,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from streams.events import SpanRecorded
 
@@ -307,7 +307,24 @@ def result_error(result: Any) -> str | None:
     return None
 
 
-def _tool_error(span: SpanRecorded, attrs: Mapping[str, str]) -> str | None:
+class SpanFields(Protocol):
+    """What a reading reads of a span (a SpanRecorded, or the receiver's span before its event is built)."""
+
+    @property
+    def attributes(self) -> Mapping[str, str]: ...
+    @property
+    def resource_attributes(self) -> Mapping[str, str]: ...
+    @property
+    def parent_span_id(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status_code(self) -> str: ...
+    @property
+    def status_message(self) -> str | None: ...
+
+
+def _tool_error(span: SpanFields, attrs: Mapping[str, str]) -> str | None:
     if span.status_code == "ERROR":
         return span.status_message or attrs.get(ERROR_TYPE) or "span status ERROR"
     if attrs.get(ERROR_TYPE):
@@ -448,8 +465,26 @@ def _clip(text: str | None) -> str | None:
     return text if len(text) <= MAX_ANSWER_CHARS else text[: MAX_ANSWER_CHARS - 1] + "…"
 
 
+_KEPT = "_span_reading"  # read_span's answer, kept on the span (an attribute outside its fields)
+
+
 def read_span(span: SpanRecorded) -> SpanReading:
-    """What the span says (see the module docstring). Pure: the same span always reads the same."""
+    """What the span says (see the module docstring). Pure: the same span always reads the same, so the
+    reading is kept on the span: the receiver reads it, and the join gets the same object in memory."""
+    kept: SpanReading | None = span.__dict__.get(_KEPT)
+    if kept is None:
+        kept = read_fields(span)
+        keep_reading(span, kept)
+    return kept
+
+
+def keep_reading(span: SpanRecorded, reading: SpanReading) -> None:
+    """Remember `reading` as what `span` says (the receiver read it from the same fields)."""
+    object.__setattr__(span, _KEPT, reading)  # a frozen dataclass: not one of its fields, never encoded
+
+
+def read_fields(span: SpanFields) -> SpanReading:
+    """`read_span` of anything with a span's fields."""
     attrs, resource = span.attributes, span.resource_attributes
     root = span.parent_span_id is None
     role = _role(attrs)

@@ -9,6 +9,7 @@ stay readable. Old versions live in an `old/` subfolder and only register finger
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import struct
@@ -34,6 +35,7 @@ from streams._avro_schemas import (
     parse_old,
     self_contained,
 )
+from streams._avro_writer import NotCompiled, Writer, compile_writer
 from streams._errors import StreamsError
 
 __all__ = [
@@ -89,6 +91,8 @@ class SchemaStore:
     def __init__(self, current: Iterable[ParsedSchema], old: Iterable[ParsedSchema] = ()) -> None:
         self._readers: dict[str, ParsedSchema] = {}
         self._writers: dict[bytes, ParsedSchema] = {}
+        self._compiled: dict[str, Writer | None] = {}  # current schema name -> its compiled body writer
+        self._by_type: dict[type, Writer | None] = {}  # event class -> a writer reading its attributes
         for schema in current:
             if schema.name in self._readers:
                 other = self._readers[schema.name].source
@@ -137,13 +141,44 @@ class SchemaStore:
         """Single-object bytes: `C3 01` + the current schema's fingerprint + the body."""
         return MAGIC + self.current(name).fingerprint + self.encode_body(name, record)
 
+    def encode_event(self, event: Any) -> bytes:
+        """`encode(event.SCHEMA, event.to_record())` without building the record: the fields are read
+        off the event (a dataclass whose fields are exactly its schema's)."""
+        name: str = event.SCHEMA
+        kind = type(event)
+        if kind not in self._by_type:
+            schema = self.current(name)
+            fields = {f.name for f in dataclasses.fields(kind)} if dataclasses.is_dataclass(kind) else set()
+            same = fields == set(schema.field_names)
+            self._by_type[kind] = compile_writer(schema.parsed, attributes=True) if same else None
+        writer = self._by_type[kind]
+        if writer is not None:
+            out = bytearray(MAGIC)
+            out += self.current(name).fingerprint
+            try:
+                writer(out, event)
+                return bytes(out)
+            except NotCompiled:
+                pass  # a value only fastavro knows how to write (or to refuse): it decides
+        return self.encode(name, event.to_record())
+
     def encode_body(self, name: str, record: Mapping[str, Any]) -> bytes:
         """The schemaless Avro body of `record` under the current schema `name` (no framing)."""
         schema = self.current(name)
-        out = io.BytesIO()
         extra = record.keys() - schema.field_names
         if extra:
             raise WireError(WireErrorReason.INVALID_RECORD, f"{name}: fields not in the schema: {sorted(extra)}")
+        if name not in self._compiled:
+            self._compiled[name] = compile_writer(schema.parsed)
+        compiled = self._compiled[name]
+        if compiled is not None:
+            body = bytearray()
+            try:
+                compiled(body, record)
+                return bytes(body)
+            except NotCompiled:
+                pass  # a value only fastavro knows how to write (or to refuse): it decides
+        out = io.BytesIO()
         try:
             # not fastavro's strict mode: it rejects a missing field whose default is null
             schemaless_writer(out, schema.parsed, record)

@@ -1,10 +1,15 @@
 """Run a processor live beside the receiver on the embedded log: incremental, in the writer process.
 
 `EmbeddedRuntime.run` drives processors to quiescence, opening and committing their checkpoints on each
-call — right for batch runs, too much per second. `LiveProcessor` keeps its store in memory: it rebuilds
-it once (the first step reads from offset 0) and then only reads new offsets. It runs under the publisher's lock,
-because the embedded log has a single writer and request threads publish concurrently. A poison event
-goes to the dead letters, like in EmbeddedRuntime.
+call — right for batch runs, too much per second. `LiveProcessor` opens a stateful processor's checkpoint
+once and keeps it open: it resumes from the checkpoint's offsets, then only reads new offsets, and commits
+the store's changes with the offsets at most every `commit_every_s` (or once CHECKPOINT_EVERY keys
+changed), always after the outputs they stand for are in the log. Between commits the checkpoint keeps
+`state_budget` store keys in memory (the most recently changed); the rest of the state is on disk in the
+checkpoint, so memory stays bounded whatever the join's horizon (docs/guides/live-join-state.md). With
+checkpoints off (`EmbeddedRuntime(checkpoints=False)`) the store is a dict rebuilt from offset 0 on start.
+It runs under the publisher's lock, because the embedded log has a single writer and request threads
+publish concurrently. A poison event goes to the dead letters, like in EmbeddedRuntime.
 """
 
 from __future__ import annotations
@@ -18,13 +23,18 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from producers.otlp.publishing import Committed, GroupCommitPublisher, LockedPublisher
-from streams.embedded import DecodeError, EmbeddedRuntime, dead_letter
+from streams.checkpoints import Checkpoint, CheckpointCorrupt, set_aside
+from streams.embedded import CHECKPOINT_EVERY, DecodeError, EmbeddedRuntime, dead_letter
 from streams.embedded_log import LogRecord
 from streams.events import Event
 from streams.processors.base import Processor, Store
 
 _log = logging.getLogger(__name__)
 BATCH = 500  # outputs appended at once at most
+# Store keys a live join keeps in memory across checkpoint commits; the rest of its state is on disk. An
+# outcome-join trace takes about two keys (its entry, its time-index item) and a few KB in memory.
+STATE_BUDGET = 50_000
+COMMIT_EVERY_S = 1.0
 
 
 class LiveProcessor:
@@ -36,6 +46,8 @@ class LiveProcessor:
         *,
         tick_every_s: float = 0.0,
         monotonic: Callable[[], float] = time.monotonic,
+        state_budget: int = STATE_BUDGET,
+        commit_every_s: float = COMMIT_EVERY_S,
     ) -> None:
         self.runtime = runtime
         # the timers (the join's horizon, minutes long) need not run on every step: a full pass over the
@@ -45,15 +57,56 @@ class LiveProcessor:
         self._ticked_at: float | None = None
         self.processor = processor
         self.publisher = publisher
+        self.state_budget = state_budget
+        self.commit_every_s = commit_every_s
+        self.checkpoint: Checkpoint | None = None
         self.store: Store = {}
         self.cursors = {topic: 0 for topic in processor.inputs}
         self.latest: datetime | None = None
+        if processor.stateful and runtime.checkpoints:
+            self._open_checkpoint()
+        self._committed_at = monotonic()
         self.produced = 0
         self.fed = 0  # input events handed over in memory (not decoded from the log)
         self._inbox: deque[Committed] = deque()
         self._horizon: dict[str, int] | None = None  # with a group-commit publisher: where its feed starts
         if isinstance(publisher, GroupCommitPublisher):
             self._horizon = publisher.subscribe(processor.inputs, self._inbox.append)
+
+    def _open_checkpoint(self) -> None:
+        self.checkpoint = self.runtime.open_checkpoint(self.processor, budget=self.state_budget)
+        self.store = self.checkpoint
+        self.cursors = {t: self.checkpoint.offsets.get(t, 0) for t in self.processor.inputs}
+        self.latest = self.checkpoint.clock
+
+    def _rebuild(self, exc: CheckpointCorrupt) -> None:
+        """A checkpoint row that fails its checks: set the file aside and start again from offset 0."""
+        assert self.checkpoint is not None
+        self.checkpoint.close()
+        _log.warning("%s; rebuilding %s from offset 0 (the old file is kept as %s)", exc, self.processor.name,
+                     set_aside(self.checkpoint.path))  # fmt: skip
+        self._open_checkpoint()
+        if self._horizon is not None:  # what was fed before now is in the log: read it from there
+            with self.publisher.lock:
+                log = self.runtime.log
+                self._horizon = {t: log.end_offset(t) if t in log.topics() else 0 for t in self.processor.inputs}
+
+    def _commit(self, force: bool = False) -> None:
+        """Commit the store's changes with the offsets (the outputs they stand for are in the log)."""
+        if self.checkpoint is None:
+            return
+        now = self._monotonic()
+        if force or self.checkpoint.pending >= CHECKPOINT_EVERY or now - self._committed_at >= self.commit_every_s:
+            self.checkpoint.commit(self.cursors, self.latest)
+            self._committed_at = now
+
+    def close(self) -> None:
+        """Commit what was handled and close the checkpoint (a process that just stops resumes from the last
+        commit: the events after it are handled again, their outputs deduplicated)."""
+        if self.checkpoint is not None:
+            self._commit(force=True)
+            self.checkpoint.close()
+            self.checkpoint = None
 
     def _out(self, events: list[Event]) -> None:
         if events:
@@ -73,6 +126,15 @@ class LiveProcessor:
         the outputs go through it (sharing fsyncs with requests); the log is read only for what the feed
         does not carry (what was there before it started, batches the log partly held). Otherwise the step
         reads new offsets from the log under the publisher's lock."""
+        try:
+            return self._step()
+        except CheckpointCorrupt as exc:
+            if self.checkpoint is not None:
+                self.checkpoint.discard()
+            self._rebuild(exc)
+            return self._step()
+
+    def _step(self) -> int:
         if self._horizon is not None:
             return self._step_fed()
         before = self.produced
@@ -84,6 +146,7 @@ class LiveProcessor:
                     self._read_log(topic, None, pending)
             self._tick(pending)
             self._out(pending)
+            self._commit()
         return self.produced - before
 
     def _step_fed(self) -> int:
@@ -115,6 +178,7 @@ class LiveProcessor:
                     self._handle(event, pending, lambda e=event, o=offset: self._record(e, o))  # type: ignore[misc]
         self._tick(pending)
         self._out(pending)
+        self._commit()
         return self.produced - before
 
     def _tick(self, pending: list[Event]) -> None:
@@ -153,12 +217,17 @@ class LiveProcessor:
             self.latest = event.received_time
         try:
             pending.extend(self.processor.handle(self.store, event))
+        except CheckpointCorrupt:
+            raise
         except Exception as exc:  # the stream boundary: a poison event is dead-lettered
             detail = "".join(traceback.format_exception_only(exc)).strip()
             pending.append(dead_letter(self.processor.name, "PROCESSING_ERROR", detail, record()))
-        if len(pending) >= BATCH:
+        held = self.checkpoint.pending if self.checkpoint is not None else 0
+        if len(pending) >= BATCH or held >= CHECKPOINT_EVERY:
             self._out(pending[:])
             pending.clear()
+            if held >= CHECKPOINT_EVERY:  # a long step (a rebuild) commits as it goes: memory stays bounded
+                self._commit(force=True)
 
     def run_every(self, interval_s: float, stop: threading.Event) -> threading.Thread:
         """Step on a daemon thread every `interval_s` until `stop` is set."""

@@ -26,7 +26,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span, Status
 from producers.otlp.attributes import flatten
 from streams import clock, ids
 from streams.events import SpanRecorded, SubjectLinked
-from streams.span_reading import read_span
+from streams.span_reading import keep_reading, read_fields, read_span
 
 SOURCE_ATTRIBUTE = "agenttwin.source"
 PRODUCTION = "production"
@@ -101,14 +101,29 @@ def _scope_attributes(scope_spans: ScopeSpans) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """What a reading reads of a span, before its event is built (streams.span_reading.SpanFields)."""
+
+    attributes: dict[str, str]
+    resource_attributes: dict[str, str]
+    parent_span_id: str | None
+    name: str
+    status_code: str
+    status_message: str | None
+
+
 def to_event(
     span: Span, resource: dict[str, str], scope: dict[str, str], tenant: str, received_at: datetime
 ) -> SpanRecorded:
+    """The span's event, what it says (streams/span_reading.py) filled in and kept on it for the join."""
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     attributes = {**scope, **flatten(span.attributes)}
     end = span.end_time_unix_nano or span.start_time_unix_nano
     parent = span.parent_span_id.hex() if any(span.parent_span_id) else None
     occurred_at = event_time(end)
+    code, message = status_code(span), span.status.message or None
+    reading = read_fields(_Fields(attributes, resource, parent, span.name, code, message))
     event = SpanRecorded(
         event_id=ids.span_event_id(tenant, trace_id, span_id),
         occurred_at=occurred_at,
@@ -123,27 +138,37 @@ def to_event(
         kind=span_kind(span),
         start_unix_nano=span.start_time_unix_nano,
         end_unix_nano=end,
-        status_code=status_code(span),
-        status_message=span.status.message or None,
+        status_code=code,
+        status_message=message,
         service_name=resource.get("service.name") or UNKNOWN_SERVICE,
         source=source_of(attributes, resource),
         attributes=attributes,
         resource_attributes=resource,
-    )
-    return event
-
-
-def interpreted(event: SpanRecorded) -> tuple[SpanRecorded, list[SubjectLinked]]:
-    """The span with what it says filled in, and one link per business subject it names."""
-    reading = read_span(event)
-    span = replace(
-        event,
         span_role=reading.role,
         tool_name=reading.tool_name,
         tool_error=reading.tool_error,
         agent_name=reading.agent_name,
         agent_version=reading.agent_version,
     )
+    keep_reading(event, reading)
+    return event
+
+
+def interpreted(event: SpanRecorded) -> tuple[SpanRecorded, list[SubjectLinked]]:
+    """The span with what it says filled in, and one link per business subject it names."""
+    reading = read_span(event)
+    said = (reading.role, reading.tool_name, reading.tool_error, reading.agent_name, reading.agent_version)
+    span = event
+    if (event.span_role, event.tool_name, event.tool_error, event.agent_name, event.agent_version) != said:
+        span = replace(
+            event,
+            span_role=reading.role,
+            tool_name=reading.tool_name,
+            tool_error=reading.tool_error,
+            agent_name=reading.agent_name,
+            agent_version=reading.agent_version,
+        )
+        keep_reading(span, reading)
     return span, [
         SubjectLinked(
             event_id=ids.event_id("SubjectLinked", span.tenant or "", subject, span.trace_id, tool or ""),
