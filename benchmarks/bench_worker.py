@@ -9,7 +9,9 @@ the figure includes the alerts, claim readings, changelog writes and commits the
 same run: one confluent-kafka consumer reading the same topics and decoding every value (fastavro), the
 least any worker must do. Alerts on `contradictions` are counted (lost / doubled) at the end.
 
-    python benchmarks/bench_worker.py --kafka 127.0.0.1:9092 [--traces 6000] [--workers 1] [--profile out.txt]
+    python benchmarks/bench_worker.py --kafka 127.0.0.1:9092 [--traces 6000] [--workers 1 2] [--profile out.txt]
+
+`--workers 1 2` runs one worker, then two on a second topic loaded alike, and prints two / one.
 
 `--profile PATH` samples the first worker with py-spy for the measured span (raw format: one stack a line).
 
@@ -221,7 +223,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def offered_run(args: argparse.Namespace, naming: Naming, data: Path) -> dict[str, Any]:
     """Worker(s) started and joined, then `args.rate` spans/s offered for `args.minutes`."""
-    procs = [start_worker(args.kafka, naming, data, f"worker-{i}") for i in range(args.workers)]
+    procs = [start_worker(args.kafka, naming, data, f"worker-{i}") for i in range(args.workers[0])]
     tail = AlertTail(args.kafka, naming)
     try:
         # joined: a warm-up trace went through
@@ -362,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kafka", default="127.0.0.1:9092", metavar="BOOTSTRAP")
     parser.add_argument("--traces", type=int, default=6000, help="agent runs loaded (about 10 spans each)")
-    parser.add_argument("--workers", type=int, default=1, help="outcome-join worker processes")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1], help="outcome-join worker processes; several: a run each"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of the first worker")
     parser.add_argument("--rate", type=float, help="offer this many spans/s instead of pre-loading")
@@ -372,53 +376,62 @@ def main(argv: list[str] | None = None) -> int:
     load_start = _results.loadavg()
     naming = Naming(f"bench-worker-{uuid.uuid4().hex[:8]}.")
     ensure_topics(args.kafka, naming)
+    figures: dict[str, Any]
     if args.rate:
         with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
             figures = offered_run(args, naming, Path(tmp))
-        print(f"offered {args.rate:,.0f} spans/s for {args.minutes} min to {args.workers} worker process(es): "
+            figures["workers"] = args.workers[0]
+        print(f"offered {args.rate:,.0f} spans/s for {args.minutes} min to {args.workers[0]} worker process(es): "
               f"sent {figures['spans_per_s_sent']:,.0f} spans/s ({figures['traces']} traces)")  # fmt: skip
         print(f"alert latency p50 {figures['alert_p50_ms']:,.0f} ms, p99 {figures['alert_p99_ms']:,.0f} ms, "
               f"max {figures['alert_max_ms']:,.0f} ms")  # fmt: skip
         print(f"lag back to 0 {figures['lag_zero_after_end_s']:.1f} s after the load's end")
         print(f"alerts: {figures['alerts']} of {figures['traces']}, {figures['alerts_doubled']} doubled")
         print(f"load average: {load_start} at start, {_results.loadavg()} at end")
-        name = f"bench_worker_rate_{args.workers}"
+        name = f"bench_worker_rate_{args.workers[0]}"
         print(f"written: {_results.write(name, figures, load_at_start=load_start)}")
         return 0 if figures["alerts"] == figures["traces"] and not figures["alerts_doubled"] else 1
     events, spans = load_events(args.traces, args.seed)
-    preload(args.kafka, naming, events)
     total = len(events)
-    raw_rate = raw_consume(args.kafka, naming, total)
-    with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
-        lag_at_start, seconds = run_workers(args.kafka, naming, Path(tmp), args.workers, total, args.profile)
-    handled = lag_at_start
-    rate = handled / seconds
-    span_rate = rate * spans / total
-    alerts, doubled = alert_counts(args.kafka, naming)
     print(f"loaded: {args.traces} traces, {spans} spans + {args.traces} verified outcomes ({total} messages)")
-    print(f"{args.workers} worker process(es): {rate:,.0f} messages/s = {span_rate:,.0f} spans/s "
-          f"({handled} timed in {seconds:.2f} s)")  # fmt: skip
-    print(f"raw consume + decode, one consumer: {raw_rate:,.0f} messages/s")
-    print(f"ratio workers / raw: {rate / raw_rate:.3f}")
-    print(f"alerts: {alerts} of {args.traces} expected, {doubled} doubled")
+    figures = {"traces": args.traces, "spans": spans, "messages": total, "runs": []}
+    ok = True
+    for i, workers in enumerate(args.workers):
+        if i:  # each run on a topic of its own, loaded alike
+            naming = Naming(f"bench-worker-{uuid.uuid4().hex[:8]}.")
+            ensure_topics(args.kafka, naming)
+        preload(args.kafka, naming, events)
+        raw_rate = raw_consume(args.kafka, naming, total)
+        with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
+            profile = args.profile if i == 0 else None
+            handled, seconds = run_workers(args.kafka, naming, Path(tmp), workers, total, profile)
+        rate = handled / seconds
+        alerts, doubled = alert_counts(args.kafka, naming)
+        ok = ok and alerts == args.traces and doubled == 0
+        run = {
+            "workers": workers,
+            "timed_messages": handled,
+            "timed_s": round(seconds, 3),
+            "messages_per_s": round(rate, 1),
+            "spans_per_s": round(rate * spans / total, 1),
+            "raw_messages_per_s": round(raw_rate, 1),
+            "ratio_to_raw": round(rate / raw_rate, 3),
+            "alerts": alerts,
+            "alerts_doubled": doubled,
+            "loadavg": _results.loadavg(),
+        }
+        if i:
+            run["ratio_to_first"] = round(rate / figures["runs"][0]["messages_per_s"], 3)
+        figures["runs"].append(run)
+        print(f"{workers} worker process(es): {rate:,.0f} messages/s = {run['spans_per_s']:,.0f} spans/s "
+              f"({handled} timed in {seconds:.2f} s); raw consume + decode, one consumer: {raw_rate:,.0f} "
+              f"messages/s; ratio to raw {run['ratio_to_raw']:.3f}"
+              + (f"; ratio to {args.workers[0]} worker(s) {run['ratio_to_first']:.2f}" if i else ""))  # fmt: skip
+        print(f"  alerts: {alerts} of {args.traces} expected, {doubled} doubled; load average {run['loadavg']}")
     print(f"load average: {load_start} at start, {_results.loadavg()} at end")
-    figures = {
-        "traces": args.traces,
-        "spans": spans,
-        "messages": total,
-        "workers": args.workers,
-        "timed_messages": handled,
-        "timed_s": round(seconds, 3),
-        "messages_per_s": round(rate, 1),
-        "spans_per_s": round(span_rate, 1),
-        "raw_messages_per_s": round(raw_rate, 1),
-        "ratio": round(rate / raw_rate, 3),
-        "alerts": alerts,
-        "alerts_expected": args.traces,
-        "alerts_doubled": doubled,
-    }
-    print(f"written: {_results.write(f'bench_worker_{args.workers}', figures, load_at_start=load_start)}")
-    return 0 if alerts == args.traces and doubled == 0 else 1
+    name = "bench_worker_" + "_".join(str(w) for w in args.workers)
+    print(f"written: {_results.write(name, figures, load_at_start=load_start)}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ store changes on the changelog, and the input offsets (`send_offsets_to_transact
 leaves an open transaction that the broker aborts, and whoever owns the partitions next redoes the batch from
 the committed offsets with the store of the committed changelog, so no alert is lost or doubled.
 
-Members share the input partitions with the cooperative-sticky assignor: a member joining or leaving moves
-only the partitions that change hands. A partition's store is (re)loaded from its changelog partition
+Members share the input partitions with the range assignor, which gives partition p of every input to the
+same member (the inputs are co-partitioned; a sticky assignor balances partitions over all topics and would
+split them). A partition's store is (re)loaded from its changelog partition
 (read_committed, to its end: streams/kafka/partition_stores.py) the first time the member touches it after
 it was assigned. Each process has its own transactional id; a killed member is fenced by its group generation
 (KIP-447), and its open transaction ends after TRANSACTION_TIMEOUT_S, which the next owner waits for (its
@@ -104,7 +105,8 @@ class BatchWorker(ThreadLoop):
             consumer_config(
                 self.bootstrap,
                 self.name,
-                **{"enable.partition.eof": True, "partition.assignment.strategy": "cooperative-sticky"},
+                # range: partition p of every input to one member (co-partitioned: one store per p)
+                **{"enable.partition.eof": True, "partition.assignment.strategy": "range"},
             )
         )
         self._consumer = consumer
