@@ -11,7 +11,9 @@ least any worker must do. Alerts on `contradictions` are counted (lost / doubled
 
     python benchmarks/bench_worker.py --kafka 127.0.0.1:9092 [--traces 6000] [--workers 1 2] [--profile out.txt]
 
-`--workers 1 2` runs one worker, then two on a second topic loaded alike, and prints two / one.
+`--workers 1 2` runs one worker, then two on a second topic loaded alike, and prints two / one; `--faust` first runs
+one worker on the faust loop the join used before (same processor), for a same-run before/after. Beside spans/s,
+spans per CPU second of the workers: what the work costs whatever share of the cores a loaded machine gave it.
 
 `--profile PATH` samples the first worker with py-spy for the measured span (raw format: one stack a line).
 
@@ -26,6 +28,7 @@ how long after the load's end the group's lag was back to 0.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import multiprocessing
@@ -282,24 +285,56 @@ def total_lag(bootstrap: str, naming: Naming) -> int:
     return sum(partition_lags(bootstrap, naming, {GROUP: INPUTS}).values())
 
 
-def start_worker(bootstrap: str, naming: Naming, data: Path, label: str) -> subprocess.Popen[bytes]:
+def start_worker(
+    bootstrap: str, naming: Naming, data: Path, label: str, *, faust: bool = False
+) -> subprocess.Popen[bytes]:
+    """`agenttwin worker outcome-join`, or (faust) this script serving the join on a FaustWorker, as before."""
     env = {**os.environ, "AGENTTWIN_DATA_DIR": str(data / label), "PYTHONWARNINGS": "ignore"}
     env.pop("AGENTTWIN_CLICKHOUSE_URL", None)
-    cmd = [sys.executable, "-m", "agenttwin.kafka_cli", "worker", "outcome-join", "--kafka", bootstrap,
-           "--topic-prefix", naming.prefix, "--log-level", "WARNING"]  # fmt: skip
+    if faust:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-faust", "--kafka", bootstrap, "--prefix",
+               naming.prefix]  # fmt: skip
+    else:
+        cmd = [sys.executable, "-m", "agenttwin.kafka_cli", "worker", "outcome-join", "--kafka", bootstrap,
+               "--topic-prefix", naming.prefix, "--log-level", "WARNING"]  # fmt: skip
     log = (data / f"{label}.log").open("ab")
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=log)  # noqa: S603
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, every thread) a process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve_faust(bootstrap: str, prefix: str, data: Path) -> None:
+    """The outcome join on a FaustWorker until SIGTERM (the loop it ran on before BatchWorker)."""
+    from agenttwin.kafka_cli import _serve
+    from evaluation.claim_model import claim_classifier
+    from streams.kafka.faust_worker import FaustWorker
+    from streams.processors.outcome_join import OutcomeJoin
+
+    worker = FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, Naming(prefix), data)
+    asyncio.run(_serve([worker]))
+
+
 def run_workers(
-    bootstrap: str, naming: Naming, data: Path, workers: int, total: int, profile: Path | None
-) -> tuple[int, float]:
-    """(messages handled while timed, seconds): from the first commit below `total` lag to lag 0."""
-    procs = [start_worker(bootstrap, naming, data, f"worker-{i}") for i in range(workers)]
+    bootstrap: str,
+    naming: Naming,
+    data: Path,
+    workers: int,
+    total: int,
+    profile: Path | None,
+    *,
+    faust: bool = False,
+) -> tuple[int, float, float]:
+    """(messages handled while timed, seconds, CPU seconds of the workers meanwhile): from the first commit
+    below `total` lag to lag 0."""
+    procs = [start_worker(bootstrap, naming, data, f"worker-{i}", faust=faust) for i in range(workers)]
     spy: subprocess.Popen[bytes] | None = None
     try:
         deadline = time.monotonic() + TIMEOUT_S
-        first: tuple[float, int] | None = None
+        first: tuple[float, int, float] | None = None
         while time.monotonic() < deadline:
             for p in procs:
                 if p.poll() is not None:
@@ -307,7 +342,7 @@ def run_workers(
             lag = total_lag(bootstrap, naming)
             now = time.monotonic()
             if first is None and lag < total:
-                first = (now, lag)
+                first = (now, lag, sum(cpu_s(p.pid) for p in procs))
                 if profile is not None:
                     spy = subprocess.Popen(  # noqa: S603
                         [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "50",
@@ -315,7 +350,7 @@ def run_workers(
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     )  # fmt: skip
             if first is not None and lag == 0:
-                return first[1], now - first[0]
+                return first[1], now - first[0], sum(cpu_s(p.pid) for p in procs) - first[2]
             time.sleep(POLL_S)
         raise TimeoutError(f"lag not 0 within {TIMEOUT_S:.0f} s")
     finally:
@@ -331,21 +366,22 @@ def run_workers(
                 p.kill()
 
 
-def raw_consume(bootstrap: str, naming: Naming, expected: int) -> float:
-    """Messages/s of one confluent-kafka consumer reading the inputs and decoding every value."""
+def raw_consume(bootstrap: str, naming: Naming, expected: int) -> tuple[float, float]:
+    """Messages/s of one confluent-kafka consumer reading the inputs and decoding every value, and messages per
+    CPU second of this process meanwhile."""
     codec = KafkaCodec(naming)
     consumer = Consumer(consumer_config(bootstrap, naming.group(f"bench-raw-{uuid.uuid4().hex[:6]}")))
     consumer.assign([TopicPartition(naming.topic(t), p, 0) for t in INPUTS for p in range(TOPIC_BY_NAME[t].partitions)])
-    n, started = 0, 0.0
+    n, started, cpu_started = 0, 0.0, 0.0
     try:
         while n < expected:
             for msg in consumer.consume(num_messages=5000, timeout=1.0):
                 if msg.error() is None:
                     if not n:  # the clock starts at the first message: connecting and joining are left out
-                        started = time.perf_counter()
+                        started, cpu_started = time.perf_counter(), time.process_time()
                     codec.decode_value(msg.value() or b"")
                     n += 1
-        return n / (time.perf_counter() - started)
+        return n / (time.perf_counter() - started), n / (time.process_time() - cpu_started)
     finally:
         consumer.close()
 
@@ -369,10 +405,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of the first worker")
+    parser.add_argument("--faust", action="store_true", help="first a run of one worker on the faust loop, as before")
+    parser.add_argument("--serve-faust", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", help=argparse.SUPPRESS)
     parser.add_argument("--rate", type=float, help="offer this many spans/s instead of pre-loading")
     parser.add_argument("--minutes", type=float, default=10.0, help="with --rate: how long (default 10)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
+    if args.serve_faust:
+        serve_faust(args.kafka, args.prefix, Path(os.environ["AGENTTWIN_DATA_DIR"]))
+        return 0
     load_start = _results.loadavg()
     naming = Naming(f"bench-worker-{uuid.uuid4().hex[:8]}.")
     ensure_topics(args.kafka, naming)
@@ -396,19 +438,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loaded: {args.traces} traces, {spans} spans + {args.traces} verified outcomes ({total} messages)")
     figures = {"traces": args.traces, "spans": spans, "messages": total, "runs": []}
     ok = True
-    for i, workers in enumerate(args.workers):
+    runs = [("faust", 1)] * args.faust + [("batch", n) for n in args.workers]
+    for i, (loop, workers) in enumerate(runs):
         if i:  # each run on a topic of its own, loaded alike
             naming = Naming(f"bench-worker-{uuid.uuid4().hex[:8]}.")
             ensure_topics(args.kafka, naming)
         preload(args.kafka, naming, events)
-        raw_rate = raw_consume(args.kafka, naming, total)
+        raw_rate, raw_per_cpu = raw_consume(args.kafka, naming, total)
         with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
             profile = args.profile if i == 0 else None
-            handled, seconds = run_workers(args.kafka, naming, Path(tmp), workers, total, profile)
+            handled, seconds, cpu = run_workers(
+                args.kafka, naming, Path(tmp), workers, total, profile, faust=loop == "faust"
+            )
         rate = handled / seconds
         alerts, doubled = alert_counts(args.kafka, naming)
         ok = ok and alerts == args.traces and doubled == 0
         run = {
+            "loop": loop,
             "workers": workers,
             "timed_messages": handled,
             "timed_s": round(seconds, 3),
@@ -416,6 +462,10 @@ def main(argv: list[str] | None = None) -> int:
             "spans_per_s": round(rate * spans / total, 1),
             "raw_messages_per_s": round(raw_rate, 1),
             "ratio_to_raw": round(rate / raw_rate, 3),
+            # load-independent: what the work costs, whatever share of the cores the machine gave it
+            "cpu_s": round(cpu, 2),
+            "spans_per_cpu_s": round(handled / cpu * spans / total, 1),
+            "raw_messages_per_cpu_s": round(raw_per_cpu, 1),
             "alerts": alerts,
             "alerts_doubled": doubled,
             "loadavg": _results.loadavg(),
@@ -423,13 +473,16 @@ def main(argv: list[str] | None = None) -> int:
         if i:
             run["ratio_to_first"] = round(rate / figures["runs"][0]["messages_per_s"], 3)
         figures["runs"].append(run)
-        print(f"{workers} worker process(es): {rate:,.0f} messages/s = {run['spans_per_s']:,.0f} spans/s "
+        first = f"{runs[0][1]} {runs[0][0]} worker(s)"
+        print(f"{workers} {loop} worker process(es): {rate:,.0f} messages/s = {run['spans_per_s']:,.0f} spans/s "
               f"({handled} timed in {seconds:.2f} s); raw consume + decode, one consumer: {raw_rate:,.0f} "
               f"messages/s; ratio to raw {run['ratio_to_raw']:.3f}"
-              + (f"; ratio to {args.workers[0]} worker(s) {run['ratio_to_first']:.2f}" if i else ""))  # fmt: skip
+              + (f"; ratio to {first} {run['ratio_to_first']:.2f}" if i else ""))  # fmt: skip
+        print(f"  per CPU second: {run['spans_per_cpu_s']:,.0f} spans ({cpu:.1f} CPU s of the workers); raw consume + "
+              f"decode {raw_per_cpu:,.0f} messages")  # fmt: skip
         print(f"  alerts: {alerts} of {args.traces} expected, {doubled} doubled; load average {run['loadavg']}")
     print(f"load average: {load_start} at start, {_results.loadavg()} at end")
-    name = "bench_worker_" + "_".join(str(w) for w in args.workers)
+    name = "bench_worker_" + "_".join(f"{loop}{n}" for loop, n in runs)
     print(f"written: {_results.write(name, figures, load_at_start=load_start)}")
     return 0 if ok else 1
 
