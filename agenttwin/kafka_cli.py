@@ -25,6 +25,7 @@ from evaluation.claim_model import claim_classifier
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
+from streams.kafka.batch_worker import BatchWorker
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.naming import Naming
@@ -92,7 +93,8 @@ def build_workers(
         elif kind == "subject-join":
             workers.append(FaustWorker(SubjectJoin(), bootstrap, naming, data_dir))
         elif kind == "outcome-join":
-            workers.append(FaustWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir))
+            # a batch at a time through confluent-kafka: docs/guides/kafka-workers.md says why
+            workers.append(BatchWorker(OutcomeJoin(classifier=claim_classifier()), bootstrap, naming, data_dir))
         elif kind == "version-tally":
             workers.append(FaustWorker(VersionTally(), bootstrap, naming, data_dir))
         elif kind == "version-watch":
@@ -233,7 +235,7 @@ def worker_inputs(workers: Sequence[Worker]) -> dict[str, tuple[str, ...]]:
     """Logical consumer group -> the logical topics it reads, for the workers given."""
     groups: dict[str, tuple[str, ...]] = {}
     for w in workers:
-        if isinstance(w, FaustWorker):
+        if isinstance(w, FaustWorker | BatchWorker):
             groups[w.processor.name] = w.processor.inputs
         elif isinstance(w, PlannerLoop):
             groups[w.planner.name] = w.planner.inputs

@@ -22,16 +22,15 @@ from typing import Any, cast
 import faust
 from confluent_kafka import KafkaException
 
-from streams.embedded import DecodeError
 from streams.events import Event
 from streams.kafka.batch_sender import BatchSender, Outgoing
+from streams.kafka.batch_step import apply_changes, changelog_records, handle_batch
 from streams.kafka.clients import HEARTBEAT_INTERVAL_S, SESSION_TIMEOUT_S, ensure_changelog
-from streams.kafka.codec import KafkaCodec, SourceRef, dead_letter
+from streams.kafka.codec import KafkaCodec, SourceRef
 from streams.kafka.naming import Naming
 from streams.kafka.partition_stores import PartitionStores, read_changelog_partition
 from streams.kafka.reading import ends_without_data, partition_lags
-from streams.kafka.staged_store import DELETED, StagedStore
-from streams.kafka.store_codec import dumps
+from streams.kafka.staged_store import StagedStore
 from streams.kafka.worker import Progress
 from streams.processors.base import Processor
 from streams.topics import TOPIC_BY_NAME
@@ -261,41 +260,21 @@ class FaustWorker:
         return SourceRef(msg.topic, msg.partition, msg.offset, msg.key, msg.value)
 
     async def handle(self, sources: Sequence[SourceRef]) -> None:
-        """Process a batch: every output acknowledged, then every store change, then the batch counts as done.
-
-        Each event gets its own staged view, folded into its partition's batch view only when the
-        processor returned: an event that raises is dead-lettered and leaves no partial state."""
-        outputs: list[Event] = []
-        letters = 0
+        """Process a batch: every output acknowledged, then every store change, then the batch counts as done
+        (streams/kafka/batch_step.py handles the events)."""
         async with self._busy:
-            batch: dict[int, tuple[StagedStore, int]] = {}
-            for source in sources:
-                try:
-                    event = self._codec.decode(source.value)
-                except DecodeError as exc:
-                    outputs.append(self._letter(exc.reason, exc, source))
-                    letters += 1
-                    continue
-                if self._watermark is None or event.received_time > self._watermark:  # never a sender's clock
-                    self._watermark = event.received_time
-                if source.partition not in batch:
-                    generation = await self._load(source.partition)
-                    batch[source.partition] = (StagedStore(self.stores[source.partition]), generation)
-                staged = StagedStore(batch[source.partition][0])
-                try:
-                    produced = self.processor.handle(staged, event)
-                except Exception as exc:  # the stream boundary: a poison event is dead-lettered, the stream goes on
-                    outputs.append(self._letter("PROCESSING_ERROR", exc, source))
-                    letters += 1
-                    continue
-                staged.fold()
-                outputs += produced
-            await self._publish(outputs)
-            await self._persist({p: view for p, (view, _g) in batch.items()}, {p: g for p, (_v, g) in batch.items()})
-        self.progress.tick(handled=len(sources), produced=len(outputs) - letters, dead_letters=letters)
-
-    def _letter(self, reason: str, error: BaseException, source: SourceRef) -> Event:
-        return dead_letter(self._stage, reason, error, source, evaluator_version=self._version)
+            loaded: dict[int, tuple[dict[str, Any], int]] = {}
+            for p in sorted({s.partition for s in sources}):
+                loaded[p] = await self._load(p)
+            done = handle_batch(
+                self.processor, self._codec, sources, lambda p: loaded[p][0], stage=self._stage,
+                evaluator_version=self._version,
+            )  # fmt: skip
+            if done.watermark is not None and (self._watermark is None or done.watermark > self._watermark):
+                self._watermark = done.watermark
+            await self._publish(done.outputs)
+            await self._persist(done.views, {p: loaded[p][1] for p in done.views})
+        self.progress.tick(handled=len(sources), produced=len(done.outputs) - done.letters, dead_letters=done.letters)
 
     async def _tick(self) -> None:
         now = self._watermark
@@ -306,8 +285,8 @@ class FaustWorker:
             staged: dict[int, StagedStore] = {}
             generations: dict[int, int] = {}
             for partition in self._assigned_partitions():
-                generations[partition] = await self._load(partition)
-                staged[partition] = StagedStore(self.stores[partition])
+                store, generations[partition] = await self._load(partition)
+                staged[partition] = StagedStore(store)
                 outputs += self.processor.tick(staged[partition], now)
             await self._publish(outputs)
             await self._persist(staged, generations)
@@ -320,8 +299,8 @@ class FaustWorker:
         inputs = {self._naming.topic(t) for t in self.processor.inputs}
         return sorted({tp.partition for tp in self.app.consumer.assignment() if tp.topic in inputs})
 
-    async def _load(self, partition: int) -> int:
-        """Make sure the partition's store is loaded; returns the generation it was loaded in."""
+    async def _load(self, partition: int) -> tuple[dict[str, Any], int]:
+        """Make sure the partition's store is loaded; returns it and the generation it was loaded in."""
         delay = 0.2
         while not self.stores.loaded(partition):
             generation = self._generation
@@ -335,7 +314,7 @@ class FaustWorker:
                 continue
             if generation == self._generation:  # else a rebalance came in while reading: read again
                 self.stores.put(partition, store)
-        return self._generation
+        return self.stores[partition], self._generation
 
     async def _persist(self, staged: dict[int, StagedStore], generations: dict[int, int]) -> None:
         """Write the staged changes to their partitions' changelog, wait for the acks, then to the stores.
@@ -344,23 +323,10 @@ class FaustWorker:
         never run ahead of the changelog. If a rebalance forgot the stores meanwhile, the next load
         reads these writes back from the changelog."""
         changes = {p: s.changes() for p, s in staged.items()}
-        changelog = self.changelog
-        await self._send_all(
-            [
-                Outgoing(changelog, key.encode(), None if value is DELETED else dumps(value), None, p)
-                for p, partition_changes in changes.items()
-                for key, value in partition_changes
-            ]
-        )
+        await self._send_all(changelog_records(self.changelog, changes.items()))
         for p, partition_changes in changes.items():
-            if not partition_changes or generations[p] != self._generation or not self.stores.loaded(p):
-                continue
-            store = self.stores[p]
-            for key, value in partition_changes:
-                if value is DELETED:
-                    store.pop(key, None)
-                else:
-                    store[key] = value
+            if partition_changes and generations[p] == self._generation and self.stores.loaded(p):
+                apply_changes(self.stores[p], partition_changes)
 
     async def _publish(self, events: Sequence[Event]) -> None:
         """Send and wait until every output is acknowledged (retrying while the cluster is away)."""

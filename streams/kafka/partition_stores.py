@@ -58,8 +58,10 @@ def read_changelog_partition(
     """The store a changelog partition describes: every key's last value, tombstones removed.
 
     Reads from the beginning to the high watermark taken at the start; the owner of the partition is
-    the only writer, and it does not write while it loads."""
-    consumer = Consumer(consumer_config(bootstrap, topic + "-loader", **{"isolation.level": "read_uncommitted"}))
+    the only writer, and it does not write while it loads. read_committed: a transactional writer's
+    (streams/kafka/batch_worker.py) aborted batches are not state, and one still open (its writer killed)
+    is waited for until the broker ends it."""
+    consumer = Consumer(consumer_config(bootstrap, topic + "-loader"))
     store: dict[str, Any] = {}
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)

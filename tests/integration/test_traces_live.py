@@ -20,8 +20,8 @@ from consumers.alerts import tail_kafka
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.publishing import SerializedPublisher
 from producers.sdk import AgentTwin, OutcomeReporter
+from streams.kafka.batch_worker import BatchWorker
 from streams.kafka.clients import ensure_topics
-from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.naming import Naming
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.runner import WorkerGroup
@@ -76,7 +76,7 @@ def test_contradiction_alert_from_a_stock_otel_export(
         assert reporter.flush(30)
 
     async def scenario() -> None:
-        worker = FaustWorker(OutcomeJoin(), kafka_bootstrap, naming, tmp_path)
+        worker = BatchWorker(OutcomeJoin(), kafka_bootstrap, naming, tmp_path)
         async with WorkerGroup([worker]) as group:
             if verification_first:
                 trace_id = format(0x5EED_0000_0000_0000_0000_0000_0000_3029, "032x")

@@ -14,8 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from producers.sdk.outcome import outcome_event
 from streams.events import ContradictionDetected, Event, SpanRecorded
+from streams.kafka.batch_worker import BatchWorker
 from streams.kafka.clients import consumer_config, ensure_topics
-from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.partition_stores import read_changelog_partition
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import read_all
@@ -82,9 +82,9 @@ def test_eviction_writes_tombstones_and_duplicates_after_it_change_nothing(
         ]
 
     async def scenario() -> tuple[list[ContradictionDetected], list[ContradictionDetected]]:
-        def worker() -> FaustWorker:
+        def worker() -> BatchWorker:
             join = OutcomeJoin(horizon=HORIZON, retention=HORIZON)
-            return FaustWorker(join, kafka_bootstrap, naming, tmp_path, tick_interval_s=0.5)
+            return BatchWorker(join, kafka_bootstrap, naming, tmp_path, tick_interval_s=0.5)
 
         async with WorkerGroup([worker()]) as group:
             with KafkaPublisher(kafka_bootstrap, naming) as publisher:

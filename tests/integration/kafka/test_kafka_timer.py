@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from streams.events import ContradictionDetected, SpanRecorded
+from streams.kafka.batch_worker import BatchWorker
 from streams.kafka.clients import ensure_topics
-from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import read_all
 from streams.kafka.runner import WorkerGroup
@@ -40,7 +40,7 @@ def test_a_claim_never_verified_is_reported_after_the_horizon_once(kafka_bootstr
         return [e for e in events if isinstance(e, ContradictionDetected)]
 
     async def scenario() -> list[ContradictionDetected]:
-        worker = FaustWorker(
+        worker = BatchWorker(
             OutcomeJoin(horizon=timedelta(minutes=5)), kafka_bootstrap, naming, tmp_path, tick_interval_s=0.5
         )
         async with WorkerGroup([worker]) as group:
