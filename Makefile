@@ -1,10 +1,12 @@
 # One venv, one set of targets: the README, CI (.ci/run) and developers use the same ones.
 PYTHON ?= python3
 VENV ?= .venv
+# The broker's port, as infra/kafka/kafka.sh reads it (KAFKA_PORT=9330 make bench-peer: another broker).
+KAFKA_PORT ?= 9092
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka clean
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka bench-peer bench-results clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,16 +50,23 @@ bench: install
 bench-history: install
 	$(BIN)/python benchmarks/bench_history.py --calls 50
 
-## Loopback load test of trace ingestion (60 s) beside the raw Kafka produce ceiling of this machine.
+## Loopback load test of trace ingestion (60 s; load from benchmarks/loadgen.py's client processes) beside
+## the raw decode + append and Kafka produce ceilings of this machine.
 bench-ingest: install kafka-up
-	$(BIN)/python benchmarks/bench_ingest.py --kafka 127.0.0.1:9092
+	$(BIN)/python benchmarks/bench_ingest.py --kafka 127.0.0.1:$(KAFKA_PORT)
+
+## OTLP -> durable on Kafka, ours beside the OpenTelemetry Collector (built once from Go modules, cached in
+## ~/.cache/agenttwin), same broker, same load: prints ours / collector. PEER_ARGS="--rounds 2 --seconds 60".
+bench-peer: install kafka-up
+	$(BIN)/python benchmarks/bench_peer.py --kafka 127.0.0.1:$(KAFKA_PORT) $(PEER_ARGS)
 
 ## End-to-end events/s on Kafka (produce -> processors -> ClickHouse) beside the raw ceiling of the same run.
 bench-kafka: install kafka-up
-	$(BIN)/python benchmarks/bench_kafka.py --kafka 127.0.0.1:9092
+	$(BIN)/python benchmarks/bench_kafka.py --kafka 127.0.0.1:$(KAFKA_PORT)
 
 ## Ingest soak (10 min): spans/s, alert latency p50/p99 and RSS per minute beside the raw decode + append baseline.
-## Kafka: make bench-soak SOAK_ARGS="--kafka 127.0.0.1:9092"; shorter: SOAK_ARGS="--minutes 2".
+## Kafka: make bench-soak SOAK_ARGS="--kafka 127.0.0.1:9092"; shorter: SOAK_ARGS="--minutes 2"; a fixed
+## offered rate: SOAK_ARGS="--rate 3000".
 .PHONY: bench-soak
 bench-soak: install
 	$(BIN)/python benchmarks/bench_soak.py $(SOAK_ARGS)

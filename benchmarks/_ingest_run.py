@@ -55,7 +55,7 @@ class System:
             close()
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -80,7 +80,7 @@ def start_ingest(tmp: Path, extra: list[str], env: dict[str, str] | None = None)
         if proc.poll() is not None:
             break
         time.sleep(0.1)
-    _stop(proc)
+    stop_process(proc)
     raise RuntimeError(f"agenttwin ingest did not start: {err.read_text(encoding='utf-8', errors='replace')[-2000:]}")
 
 
@@ -99,7 +99,7 @@ def start_embedded(tmp: Path, clock: AlertClock, stop: threading.Event, join_eve
     url, proc = start_ingest(tmp, ["--data-dir", str(data_dir), "--join-every", f"{join_every:g}"])
     tail = threading.Thread(target=_embedded_tail, args=(data_dir, clock, stop), daemon=True)
     tail.start()
-    return System(url, {"ingest": proc.pid}, [lambda: tail.join(10), lambda: _stop(proc)])
+    return System(url, {"ingest": proc.pid}, [lambda: tail.join(10), lambda: stop_process(proc)])
 
 
 def kafka_tail(bootstrap: str, prefix: str, clock: AlertClock, stop: threading.Event) -> None:
@@ -157,7 +157,7 @@ def start_kafka(tmp: Path, clock: AlertClock, stop: threading.Event, bootstrap: 
     """Receiver -> Kafka; an outcome-join worker (its own process, or this one's loop); an alerts tail."""
     prefix = f"soak-{uuid.uuid4().hex[:8]}."
     url, ingest = start_ingest(tmp, ["--kafka", bootstrap, "--topic-prefix", prefix])
-    system = System(url, {"ingest": ingest.pid}, [lambda: _stop(ingest)])
+    system = System(url, {"ingest": ingest.pid}, [lambda: stop_process(ingest)])
     data_dir = tmp / "worker"
     if in_process_worker:
         system.closers.append(_worker_in_process(bootstrap, prefix, data_dir))
@@ -169,7 +169,7 @@ def start_kafka(tmp: Path, clock: AlertClock, stop: threading.Event, bootstrap: 
             [*cmd, "--topic-prefix", prefix], cwd=ROOT, env=env, stdout=subprocess.DEVNULL
         )
         system.pids["worker"] = worker.pid
-        system.closers.append(lambda: _stop(worker))
+        system.closers.append(lambda: stop_process(worker))
         time.sleep(WORKER_WARMUP_S)  # its first alert would otherwise wait for the group's join
     tail = threading.Thread(target=kafka_tail, args=(bootstrap, prefix, clock, stop), daemon=True)
     tail.start()

@@ -35,6 +35,7 @@ import hashlib
 import http.client
 import json
 import multiprocessing
+import os
 import queue
 import random
 import sys
@@ -431,6 +432,7 @@ class Totals:
     verifications: int = 0
     errors: list[str] = field(default_factory=list)
     late_sends: int = 0  # sends that left behind their schedule (fixed rate only)
+    cpu_s: float = 0.0  # the client processes' CPU seconds: near processes x seconds, the load is the limit
 
 
 class LoadSink:
@@ -559,7 +561,8 @@ def client_process(spec: LoadSpec, index: int, go: Any, start: Any, out: multipr
     if spec.verify_every:
         todo.put(None)
         verifier.join(spec.drain_s)
-    out.put(("done", index, sent_spans, k, late))
+    used = os.times()
+    out.put(("done", index, sent_spans, k, late, used.user + used.system))
 
 
 class Load:
@@ -630,9 +633,10 @@ class Load:
                 totals.errors.append(msg[1])
                 sink.error(msg[1])
             elif kind == "done":
-                _, _, sent, _, late = msg
+                _, _, sent, _, late, cpu = msg
                 totals.spans_sent += sent
                 totals.late_sends += late
+                totals.cpu_s += cpu
                 done += 1
         for p in self._procs:
             p.join(10)
@@ -779,6 +783,7 @@ def main(argv: list[str] | None = None) -> int:
     rate = totals.spans_acked / elapsed
     print(f"  acknowledged  {totals.spans_acked:,} spans in {elapsed:g} s = {rate:,.0f} spans/s")
     print(f"  requests      {totals.requests:,}; rejected spans {totals.spans_rejected}; errors {len(totals.errors)}")
+    print(f"  client CPU    {totals.cpu_s:.1f} s for {spec.processes} x {spec.seconds:g} s")
     if spec.verify_every:
         print(f"  verifications {totals.verifications:,}")
     return 0 if not totals.errors else 1
