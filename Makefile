@@ -71,6 +71,10 @@ bench-kafka: install kafka-up
 bench-soak: install
 	$(BIN)/python benchmarks/bench_soak.py $(SOAK_ARGS)
 
+## docs/performance.md again from benchmarks/results/*.json (each benchmark does this after writing its file).
+bench-results:
+	$(BIN)/python benchmarks/render_results.py
+
 kafka-up:
 	bash infra/kafka/kafka.sh up
 

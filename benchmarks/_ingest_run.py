@@ -207,6 +207,7 @@ class RunResult:
                 "verify_every": self.spec.verify_every,
                 "seed": self.spec.seed,
                 "late_sends": self.totals.late_sends,
+                "cpu_s": self.totals.cpu_s,
             },
             "seconds": self.seconds,
             "spans_acked": self.clock.spans_acked,
@@ -329,6 +330,12 @@ def print_summary(result: RunResult, drain_s: float) -> None:
     all_ms = [ms for _, ms in c.latencies]
     rate = result.spans_per_s
     print(f"  sustained               {rate:,.0f} spans/s over {result.seconds:.0f} s ({c.spans_acked} spans)")
+    if result.spec.rate:
+        print(
+            f"  offered                 {result.spec.rate:,.0f} spans/s; {result.totals.late_sends} sends left "
+            f"over 0.1 s behind their schedule (the receiver did not keep up)"
+        )
+    print(f"  load generator CPU      {result.totals.cpu_s:.1f} s in {result.spec.processes} processes")
     if len(result.intervals) > 1:
         print(f"  last / first interval   {result.last_over_first:.2f}")
     for name, (a, b) in result.rss_mb.items():

@@ -13,6 +13,7 @@ if [[ -x "$binary" ]]; then
   echo "$binary"
   exit 0
 fi
+command -v go >/dev/null 2>&1 || { echo "build.sh: the Go toolchain (go) is needed to build the peer collector" >&2; exit 1; }
 mkdir -p "$cache"
 if [[ ! -x "$cache/bin/builder" ]]; then
   GOBIN="$cache/bin" go install "go.opentelemetry.io/collector/cmd/builder@$builder_version" >&2
