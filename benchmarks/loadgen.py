@@ -67,6 +67,7 @@ AGENT = "support-refund-agent"
 MODEL = "gpt-4o-2024-08-06"
 CLAIM_ATTRIBUTE = "agenttwin.outcome.claimed"  # streams/processors/outcome_join.py: the agent's stated claim
 SHAPES = 64  # distinct runs per seed: run n has the shape, arguments and results of run n % SHAPES
+ERROR_PAUSE_S = 0.1  # after a failed connection: an endpoint that is down is not hammered
 REPORT_EVERY_S = 0.05  # how often a verifier sends what was stored to the parent
 
 
@@ -489,6 +490,7 @@ def _verifier(spec: LoadSpec, todo: queue.Queue[str | None], out: multiprocessin
                 out.put(("error", f"outcome: {type(exc).__name__}: {exc}"))
                 conn.close()
                 conn = _connection(spec.url)
+                time.sleep(ERROR_PAUSE_S)
                 continue
             if status == 200:
                 done.append((trace, time.monotonic()))
@@ -545,9 +547,11 @@ def client_process(spec: LoadSpec, index: int, go: Any, start: Any, out: multipr
             out.put(("error", f"spans: {type(exc).__name__}: {exc}"))
             conn.close()
             conn = _connection(spec.url)
+            time.sleep(ERROR_PAUSE_S)
             continue
         if status != 200:
             out.put(("error", f"spans HTTP {status}: {body[:200]!r}"))
+            time.sleep(ERROR_PAUSE_S)
             continue
         rejected = _rejected(status, body)
         acked += batch.spans - rejected
