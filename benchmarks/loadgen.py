@@ -403,7 +403,8 @@ def verification(trace: str) -> bytes:
     ).encode()
 
 
-def verified_runs(seed: int, n: int, verify_every: int) -> bool:
+def is_verified(n: int, verify_every: int) -> bool:
+    """Whether run n gets a verification (every `verify_every`-th run; none with 0)."""
     return verify_every > 0 and n % verify_every == 0
 
 
@@ -524,7 +525,7 @@ def client_process(spec: LoadSpec, index: int, go: Any, start: Any, out: multipr
     share = spec.rate / spec.processes if spec.rate else None
     until = start_at + spec.seconds
     time.sleep(max(0.0, start_at - time.monotonic()))
-    sent_spans, k, acked, runs, late = 0, 0, 0, 0, 0
+    sent_spans, k, late = 0, 0, 0
     while True:
         now = time.monotonic()
         if share is not None:
@@ -554,12 +555,10 @@ def client_process(spec: LoadSpec, index: int, go: Any, start: Any, out: multipr
             time.sleep(ERROR_PAUSE_S)
             continue
         rejected = _rejected(status, body)
-        acked += batch.spans - rejected
-        runs += len(batch.traces)
         out.put(("acked", batch.spans - rejected, len(batch.traces), time.monotonic(), rejected))
         if spec.verify_every:
             for n, trace in enumerate(batch.traces, start=first):
-                if verified_runs(spec.seed, n, spec.verify_every):
+                if is_verified(n, spec.verify_every):
                     todo.put(trace)
     conn.close()
     if spec.verify_every:
@@ -570,7 +569,7 @@ def client_process(spec: LoadSpec, index: int, go: Any, start: Any, out: multipr
 
 
 class Load:
-    """The client processes of one LoadSpec; `run(sink)` blocks until they are done and returns the totals."""
+    """The client processes of one LoadSpec: `start()` them, then `collect(sink)` until they are done."""
 
     def __init__(self, spec: LoadSpec) -> None:
         if spec.processes < 1 or spec.traces_per_request < 1:
