@@ -214,7 +214,7 @@ class RunResult:
             "spans_per_s": self.spans_per_s,
             "spans_per_request": self.clock.spans_acked / self.totals.requests if self.totals.requests else 0,
             "intervals": self.intervals,
-            "last_over_first": self.last_over_first,
+            "last_over_first": self.last_over_first if len(self.intervals) > 1 else None,
             "rss_mb": {k: {"first": a, "last": b} for k, (a, b) in self.rss_mb.items()},
             "alert_latency_ms": {"p50": percentile(all_ms, 50), "p99": percentile(all_ms, 99)},
             "alerts": {

@@ -80,7 +80,7 @@ def _alerts(f: dict[str, Any]) -> str:
 
 def _ingest(f: dict[str, Any]) -> tuple[str, str, str]:
     figure = f"{_n(f.get('spans_per_s'))} spans/s; {_alerts(f)}"
-    if "last_over_first" in f:
+    if "last_over_first" in f and len(f.get("intervals") or [None, None]) > 1:  # one interval: no trend
         figure += f"; last/first interval {_n(f['last_over_first'], 2)}"
     baseline = f.get("baseline_spans_per_s", f.get("baseline_raw_append_spans_per_s"))
     what = f.get("baseline", "protobuf decode + append of the span bytes")
@@ -110,9 +110,11 @@ def _kafka(f: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _peer(f: dict[str, Any]) -> tuple[str, str, str]:
+    offered = (f.get("generator") or {}).get("offered_spans_per_s")
     figure = (
-        f"agenttwin ingest --kafka {_n(f['spans_per_s'])} spans/s acknowledged and on the topic; "
-        f"per CPU second {_n(f.get('ratio_per_cpu_s'), 2)} of the collector's"
+        f"agenttwin ingest --kafka {_n(f['spans_per_s'])} spans/s acknowledged and on the topic"
+        + (f" ({_n(offered)} offered)" if offered else "")
+        + f"; per CPU second {_n(f.get('ratio_per_cpu_s'), 2)} of the collector's"
     )
     verdict = "" if f.get("ok", True) else " (FAILED)"
     return figure + verdict, f"{_n(f['baseline_spans_per_s'])} spans/s ({f['baseline']})", _n(f["ratio"], 2)
