@@ -1,13 +1,15 @@
 # One venv, one set of targets: the README, CI (.ci/run) and developers use the same ones.
 PYTHON ?= python3
 VENV ?= .venv
+# The broker's port, as infra/kafka/kafka.sh reads it (KAFKA_PORT=9330 make bench-peer: another broker).
+KAFKA_PORT ?= 9092
 BIN := $(VENV)/bin
 # The demo needs the package alone; the tests add the development tools and the framework adapters.
 RUN_STAMP := $(VENV)/.installed
 STAMP := $(VENV)/.installed-dev
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka docs docs-serve clean
+.PHONY: demo install test lint typecheck unit integration e2e kafka-up kafka-down kafka-wipe registry-up registry-down bench bench-history bench-ingest bench-kafka bench-peer bench-results docs docs-serve clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,16 +57,23 @@ bench: install
 bench-history: install
 	$(BIN)/python benchmarks/bench_history.py --calls 50
 
-## Loopback load test of trace ingestion (60 s) beside the raw Kafka produce ceiling of this machine.
+## Loopback load test of trace ingestion (60 s; load from benchmarks/loadgen.py's client processes) beside
+## the raw decode + append and Kafka produce ceilings of this machine.
 bench-ingest: install kafka-up
-	$(BIN)/python benchmarks/bench_ingest.py --kafka 127.0.0.1:9092
+	$(BIN)/python benchmarks/bench_ingest.py --kafka 127.0.0.1:$(KAFKA_PORT)
+
+## OTLP -> durable on Kafka, ours beside the OpenTelemetry Collector (built once from Go modules, cached in
+## ~/.cache/agenttwin), same broker, same load: prints ours / collector. PEER_ARGS="--rounds 2 --seconds 60".
+bench-peer: install kafka-up
+	$(BIN)/python benchmarks/bench_peer.py --kafka 127.0.0.1:$(KAFKA_PORT) $(PEER_ARGS)
 
 ## End-to-end events/s on Kafka (produce -> processors -> ClickHouse) beside the raw ceiling of the same run.
 bench-kafka: install kafka-up
-	$(BIN)/python benchmarks/bench_kafka.py --kafka 127.0.0.1:9092
+	$(BIN)/python benchmarks/bench_kafka.py --kafka 127.0.0.1:$(KAFKA_PORT)
 
 ## Ingest soak (10 min): spans/s, alert latency p50/p99 and RSS per minute beside the raw decode + append baseline.
-## Kafka: make bench-soak SOAK_ARGS="--kafka 127.0.0.1:9092"; shorter: SOAK_ARGS="--minutes 2".
+## Kafka: make bench-soak SOAK_ARGS="--kafka 127.0.0.1:9092"; shorter: SOAK_ARGS="--minutes 2"; a fixed
+## offered rate: SOAK_ARGS="--rate 3000".
 .PHONY: bench-soak
 bench-soak: install
 	$(BIN)/python benchmarks/bench_soak.py $(SOAK_ARGS)
@@ -75,6 +84,10 @@ docs: install
 
 docs-serve: install
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs serve
+
+## docs/performance.md again from benchmarks/results/*.json (each benchmark does this after writing its file).
+bench-results:
+	$(BIN)/python benchmarks/render_results.py
 
 kafka-up:
 	bash infra/kafka/kafka.sh up

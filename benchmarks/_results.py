@@ -1,7 +1,9 @@
 """What every benchmark records beside its figures: when, on which commit, how loaded the machine was.
 
-`write(name, figures)` writes `benchmarks/results/<name>-<UTC time>.json` (sorted keys) and returns its path,
-so figures can be compared across commits; `loadavg()` is printed beside every figure.
+`write(name, figures)` writes `benchmarks/results/<name>-<UTC time>.json` (sorted keys, with the command
+that ran) and returns its path, so figures can be compared across commits; then docs/performance.md is
+rendered again from every results file (benchmarks/render_results.py). `loadavg()` is printed beside every
+figure.
 """
 
 from __future__ import annotations
@@ -33,10 +35,23 @@ def _commit() -> str:
         return "unknown"
 
 
+def command() -> str:
+    """How this benchmark was started, with the script's path from the checkout's root."""
+    script = Path(sys.argv[0]).resolve()
+    try:
+        shown = str(script.relative_to(RESULTS.parent.parent))
+    except ValueError:
+        shown = sys.argv[0]
+    return " ".join(["python", shown, *sys.argv[1:]])
+
+
 def write(name: str, figures: dict[str, Any], *, load_at_start: str) -> Path:
+    import render_results  # benchmarks/ is on the path of every benchmark script
+
     now = datetime.now(UTC)
     doc = {
         "benchmark": name,
+        "command": command(),
         "at": now.isoformat(timespec="seconds"),
         "commit": _commit(),
         "python": sys.version.split()[0],
@@ -47,4 +62,5 @@ def write(name: str, figures: dict[str, Any], *, load_at_start: str) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    render_results.write()
     return path
