@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from evaluation.grader import grade_case
-from producers.agents.registry import resolve_agent
-from producers.simulator import close_agent, simulate_case
+from producers.agents.registry import close_agent, resolve_agent
+from producers.simulator import simulate_case
 from streams import ids
 from twin_engine.paths import MISSING, get_path
 from twin_engine.records import CallRecord
