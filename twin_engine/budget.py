@@ -89,9 +89,6 @@ class Budget:
         if time.monotonic() > self.deadline:
             raise OverBudget(TIME_CODE, f"The call went over its time limit ({self.seconds:g} s, or the case's).")
 
-    def forget(self) -> None:
-        self.cache.clear()
-
     def forget_along(self, root: Any, path: Sequence[str | int]) -> None:
         """Drop the cached forms of `root` and of every container on `path` (what an effect changed)."""
         node = root

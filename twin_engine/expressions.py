@@ -90,6 +90,7 @@ class Expression:
     source: str
     names: frozenset[str]
     runner: Any = field(compare=False, repr=False)
+    nesting: int = 0  # comprehensions (map, filter, all, exists, exists_one) inside each other's bodies
 
 
 # ---------------------------------------------------------------- cel-python glue
@@ -165,7 +166,7 @@ def compile_expression(source: str) -> Expression:
         )
     names = _free_names(ast, frozenset(), _known_functions())
     runner = env.program(ast, functions=_functions())
-    return Expression(source, frozenset(names), runner)
+    return Expression(source, frozenset(names), runner, _macro_nesting(ast))
 
 
 def _depth(tree: Any) -> int:
@@ -179,6 +180,26 @@ def _depth(tree: Any) -> int:
         deepest = max(deepest, level)
         if isinstance(node, lark.Tree):
             stack.extend((child, level + 1) for child in node.children)
+    return deepest
+
+
+def _macro_nesting(tree: Any) -> int:
+    """How deep comprehensions sit inside each other's bodies (`a.map(x, b.map(y, y))` is 2; a chain
+    `a.map(x, x).filter(y, y)` is 1): each level multiplies the elements visited."""
+    import lark
+
+    deepest = 0
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, lark.Tree):
+            continue
+        if node.data == "member_dot_arg" and len(node.children) > 1 and str(node.children[1]) in MACROS:
+            deepest = max(deepest, depth + 1)
+            stack.append((node.children[0], depth))
+            stack.extend((child, depth + 1) for child in node.children[2:])
+        else:
+            stack.extend((child, depth) for child in node.children)
     return deepest
 
 

@@ -35,8 +35,10 @@ from twin_engine.deep_copy import deep_copy
 from twin_engine.effects import Effect, apply_effect, compile_effect
 from twin_engine.errors import DefinitionError
 from twin_engine.expressions import (
+    EXPR_KEY,
     IDENTIFIER,
     MACROS,
+    MAX_ITEMS,
     RESERVED,
     ROOTS,
     Expression,
@@ -221,6 +223,42 @@ def loop_bounds(raw: Any, where: str, depth: int = 0) -> list[tuple[str, str]]:
             if key in raw:
                 found += loop_bounds(raw[key], f"{where}.{key}", inner)
     return found
+
+
+_EXPRESSION_KEYS = ("expr", "when", "forEach", "where", EXPR_KEY)
+
+
+def comprehension_bounds(raw: Any, where: str) -> list[tuple[str, str]]:
+    """(document path, statement) for each expression of a handler with comprehensions nested 2 or more
+    deep: the elements it may visit and the bound a call runs under instead (what `twin check` prints)."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str]] = [(raw, where)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{at}[{index}]") for index, item in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            here = f"{at}.{key}"
+            texts = [(here, value)] if key in _EXPRESSION_KEYS else []
+            if key == "let" and isinstance(value, dict):
+                texts = [(f"{here}.{name}", text) for name, text in value.items()]
+            for path, text in texts:
+                nesting = compile_expression(text).nesting if isinstance(text, str) else 0
+                if nesting >= 2:
+                    found.append(
+                        (
+                            path,
+                            f"comprehensions nested {nesting} deep: up to {MAX_ITEMS:,}^{nesting} element "
+                            f"visits when the lists are long; a call stops at its budget of {STEP_BUDGET:,} "
+                            f"steps (500 {BUDGET_CODE}, recorded)",
+                        )
+                    )
+            if not texts:
+                stack.append((value, here))
+    return sorted(found)
 
 
 def has_effects(steps: tuple[Step, ...]) -> bool:

@@ -16,7 +16,7 @@ from twin_engine.errors import DefinitionError
 from twin_engine.faults import FaultRule, case_seed, compile_fault_rules
 from twin_engine.handlers import Handler, compile_handler
 from twin_engine.parsed import cached
-from twin_engine.steps import loop_bounds
+from twin_engine.steps import comprehension_bounds, loop_bounds
 from twin_engine.templates import (
     TemplateScope,
     TemplateSyntaxError,
@@ -144,9 +144,10 @@ def _compile_tool(name: str, raw: Mapping[str, Any], where: str) -> ToolDef:
 def _loop_bounds(handler: Any, where: str) -> list[tuple[str, str]]:
     if not isinstance(handler, Mapping):
         return []
-    return loop_bounds(handler.get("preconditions"), f"{where}.preconditions") + loop_bounds(
+    loops = loop_bounds(handler.get("preconditions"), f"{where}.preconditions") + loop_bounds(
         handler.get("effects"), f"{where}.effects"
     )
+    return loops + comprehension_bounds(dict(handler), where)
 
 
 @dataclass(frozen=True)

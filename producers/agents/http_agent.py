@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -100,6 +101,9 @@ class HttpAgent:
         if twin_case is None:
             raise TypeError("an HTTP agent needs a request whose client holds a twin case (`.case`)")
         endpoint = self._shared_endpoint()
+        deadline = getattr(twin_case, "deadline", None)
+        if deadline is not None:  # the case's timeoutSeconds: a later turn waits only for what is left of it
+            request = replace(request, timeout_s=max(deadline - time.monotonic(), 0.001))
         return run_http_case(self, twin_case, request, endpoint, self._shared_mcp(endpoint))
 
     def run_case(

@@ -194,3 +194,16 @@ def test_twin_check_states_the_bound_of_nested_loops(tmp_path: Path, capsys: pyt
     out = capsys.readouterr().out
     assert "forEach nested 2 deep: up to 1,000^2 = 1,000,000 iterations" in out
     assert "budget of 100,000 steps" in out
+
+
+def test_twin_check_states_the_bound_of_nested_comprehensions() -> None:
+    nested = _twin({"kind": "static", "response": {"n": {"$expr": "size(args.a.map(x, args.a.map(y, y)))"}}})
+    chained = _twin({"kind": "static", "response": {"n": {"$expr": "size(args.a.map(x, x).filter(y, y != ''))"}}})
+    assert nested.warnings() == (
+        (
+            "spec.tools.t.handler.response.n.$expr",
+            "comprehensions nested 2 deep: up to 10,000^2 element visits when the lists are long; a call stops at "
+            "its budget of 100,000 steps (500 TWIN_BUDGET_EXCEEDED, recorded)",
+        ),
+    )
+    assert chained.warnings() == ()  # one after the other: they add up, they do not multiply
