@@ -345,10 +345,11 @@ def unwrap_json(answer: str) -> str | None:
 
 def sentences(answer: str) -> list[tuple[str, bool]]:
     """(sentence, claims) for each sentence: `claims` is False for a question or a conditional."""
-    cleaned = _QUOTED.sub('"…"', re.sub(r"[*#`_]+", " ", normalize_answer(answer.replace("\n", " \n "))))
+    # Line breaks are spaces here (normalize_answer): a list item runs on into the next unless punctuated.
+    cleaned = _QUOTED.sub('"…"', re.sub(r"[*#`_]+", " ", normalize_answer(answer)))
     found: list[tuple[str, bool]] = []
-    for part in re.split(r"(?<=[.!?])\s+|\s\n\s|\s-\s", cleaned):
-        part = part.strip(" -\n")
+    for part in re.split(r"(?<=[.!?])\s+|\s-\s", cleaned):
+        part = part.strip(" -")
         if not part:
             continue
         if part.endswith("?"):
