@@ -29,6 +29,7 @@ from streams.kafka.batch_worker import BatchWorker
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
 from streams.kafka.naming import Naming
+from streams.kafka.naming_defaults import CONFLUENT_WIRE
 from streams.kafka.planner_loop import PlannerLoop
 from streams.kafka.publisher import KafkaPublisher
 from streams.kafka.reading import TopicTail, group_lag, read_all
@@ -52,14 +53,25 @@ def resolve_bootstrap(flag: str | None, settings: Settings) -> str:
     return bootstrap
 
 
+_REACHED_REGISTRIES: set[str] = set()
+
+
 def naming_for(args: argparse.Namespace, settings: Settings) -> Naming:
-    """The Naming of a Kafka command from its flags and the environment; bad values are usage errors."""
+    """The Naming of a Kafka command from its flags and the environment; bad values are usage errors, and
+    a schema registry that does not answer is one line naming it (checked once per process, in bounded time)."""
     try:
-        return settings.naming(
+        naming = settings.naming(
             getattr(args, "topic_prefix", None), getattr(args, "wire", None), getattr(args, "schema_registry", None)
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    url = naming.wire.registry_url
+    if naming.wire.mode == CONFLUENT_WIRE and url and url not in _REACHED_REGISTRIES:
+        from streams.registry import SchemaRegistry
+
+        SchemaRegistry(url).check()  # RegistryError: one line, exit 2
+        _REACHED_REGISTRIES.add(url)
+    return naming
 
 
 def kafka_data_dir(settings: Settings) -> Path:

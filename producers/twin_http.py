@@ -13,6 +13,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -108,6 +109,7 @@ class TwinEndpoint(BackgroundServer):
         self.max_fault_delay_ms = max_fault_delay_ms
         self._cases: dict[str, _OpenCase] = {}  # token SHA-256 -> case
         self._cases_lock = threading.Lock()
+        self._on_close: list[Callable[[str], None]] = []  # e.g. the MCP face ends the case's sessions
         self._server = _EndpointServer((host, port), self)
 
     # ------------------------------------------------------------ lifecycle
@@ -136,7 +138,14 @@ class TwinEndpoint(BackgroundServer):
             raise KeyError("unknown case token")
         with case.lock:
             case.twin_case = None
-            return CaseUsage(case.calls, case.refused, tuple(case.twin_errors), case.unrecorded)
+            usage = CaseUsage(case.calls, case.refused, tuple(case.twin_errors), case.unrecorded)
+        for listener in list(self._on_close):
+            listener(token)
+        return usage
+
+    def on_close(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(token)` after each case closes (what other faces of the endpoint hold for it goes)."""
+        self._on_close.append(listener)
 
     # ------------------------------------------------------------ requests (called by the handler)
 

@@ -8,6 +8,9 @@ process or over HTTP.
 - Streamable HTTP at `{base}/mcp/c/{token}` (the capability in the URL, for MCP clients that take only a
   URL) or at `{base}/mcp` with `Authorization: Bearer <token>`. A missing or unknown token is answered 401
   before any MCP message is read. stdio: `serve_case_stdio` serves one case to a local agent.
+- Sessions (clients of the stateful protocol open one with `initialize`) belong to their case: at most
+  MAX_SESSIONS_PER_CASE open at once (one more is answered 429 TOO_MANY_SESSIONS), and all of them end
+  when the case closes, so one agent cannot fill the server's session table for the others.
 - Tools: the twin's tools (name, description, input schema from twin.v1; narrowed to the scenario's
   `allowedTools`) plus `search_knowledge_base` {query, limit?} for the knowledge base (unless the twin
   declares a tool of that name itself).
@@ -27,6 +30,7 @@ How faults reach an MCP client (FAULT_FAMILIES below; the README has the table):
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -67,6 +71,7 @@ KB_TOOL = "search_knowledge_base"
 HTTP_META_KEY = "dev.agenttwin/http"  # result _meta: {"status": int, "headers": {...}}
 HEADERS_META_KEY = "dev.agenttwin/headers"  # request _meta: per-call headers, e.g. Idempotency-Key
 TOKEN_SCOPE_KEY = "agenttwin.case_token"  # noqa: S105 - a scope key, not a secret
+MAX_SESSIONS_PER_CASE = 8  # an agent needs one; each costs the server memory until it ends
 # Headers of the MCP transport itself: never handed to the engine (like the HTTP endpoint's dropped ones).
 MCP_TRANSPORT_HEADERS = frozenset(
     {"mcp-session-id", "mcp-protocol-version", "last-event-id", "accept", "content-length", "content-type"}
@@ -161,6 +166,10 @@ class TwinMcp:
         self._drops_lock = threading.Lock()
         self.stdio_token: str | None = None  # stdio carries no credential: the process serves one case
         self.server = self._build_server()
+        self._sessions: dict[str, set[str]] = {}  # case token -> ids of the MCP sessions opened under it
+        self._sessions_lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None  # the HTTP server's loop, where sessions live
+        endpoint.on_close(self._case_closed)
 
     def _build_server(self) -> Server[Any]:
         from mcp.server.lowlevel import Server
@@ -291,6 +300,46 @@ class TwinMcp:
             )
         return _tool_result(reply.http_status, reply.body, dict(reply.headers))
 
+    # ------------------------------------------------------------ sessions
+
+    def _live(self, ids: set[str]) -> set[str]:
+        manager = self.server.session_manager
+        open_ids = manager._server_instances if manager is not None else {}  # the SDK has no public view of them
+        return {i for i in ids if i in open_ids}
+
+    def session_count(self, token: str) -> int:
+        """Sessions of the case still open on the server."""
+        with self._sessions_lock:
+            ids = self._sessions.get(token, set())
+            live = self._live(ids)
+            ids &= live
+            return len(live)
+
+    def session_opened(self, token: str, session_id: str) -> None:
+        with self._sessions_lock:
+            self._sessions.setdefault(token, set()).add(session_id)
+
+    def _case_closed(self, token: str) -> None:
+        """The case closed (another thread): end its sessions in the server's loop and wait for that."""
+        with self._sessions_lock:
+            ids = self._sessions.pop(token, set())
+        loop = self.loop
+        if not ids or loop is None or loop.is_closed():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._end_sessions(ids), loop).result(timeout=10)
+        except (TimeoutError, RuntimeError):  # the server is stopping: its sessions end with it
+            _log.warning("could not end %d MCP session(s) of a closed case", len(ids))
+
+    async def _end_sessions(self, ids: set[str]) -> None:
+        manager = self.server.session_manager
+        if manager is None:
+            return
+        for session_id in ids:
+            transport = manager._server_instances.get(session_id)  # no public way to end one
+            if transport is not None and not transport.is_terminated:
+                await transport.terminate()  # its task then drops it from the manager
+
     def take_drop(self, mark: str) -> _Drop | None:
         with self._drops_lock:
             return self._drops.pop(mark, None)
@@ -345,11 +394,36 @@ class _CaseGate:
                 await send(message)
             return
         scope[TOKEN_SCOPE_KEY] = token
+        self._mcp.loop = asyncio.get_running_loop()
+        opening = scope.get("method") == "POST" and "mcp-session-id" not in headers  # may open a session
+        if opening and self._mcp.session_count(token) >= MAX_SESSIONS_PER_CASE:
+            text = f"This case already has {MAX_SESSIONS_PER_CASE} open MCP sessions; reuse or close one."
+            for part in _json_error(429, "TOO_MANY_SESSIONS", text):
+                await send(part)
+            return
+        if opening:
+            send = _SessionWatch(self._mcp, token, send).send
         # only a POST answers a tool call; a GET stream's headers are never held back
         watch = _DropWatch(self._mcp, send, hold=scope.get("method") == "POST")
         await self._app(scope, receive, watch.send)
         if watch.dropped:
             raise _DropConnection("dropped on purpose (fault injection)")
+
+
+class _SessionWatch:
+    """Notes the session a response opens (its `mcp-session-id` header) under the request's case."""
+
+    def __init__(self, mcp: TwinMcp, token: str, send: Send) -> None:
+        self._mcp = mcp
+        self._token = token
+        self._send = send
+
+    async def send(self, message: ASGIMessage) -> None:
+        if message["type"] == "http.response.start":
+            for name, value in message.get("headers", []):
+                if bytes(name).lower() == b"mcp-session-id":
+                    self._mcp.session_opened(self._token, bytes(value).decode("latin-1"))
+        await self._send(message)
 
 
 class _DropWatch:

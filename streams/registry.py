@@ -29,6 +29,7 @@ CONFLUENT_HEADER_SIZE = 5
 COMPATIBILITY = "BACKWARD"
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _ATTEMPTS = 4
+CHECK_TIMEOUT_S = 5.0  # connect and answer, for the check a command makes before it starts
 
 
 class RegistryError(StreamsError):
@@ -95,6 +96,19 @@ class SchemaRegistry:
                 raise RegistryError(message, response.status_code)
             return response.json()
         raise AssertionError("unreachable")
+
+    def check(self, *, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+        """One request (`GET /subjects`) within `timeout_s`: RegistryError naming the URL when the registry does
+        not answer, so a command fails in one line before it starts instead of waiting on a registry."""
+        try:
+            response = httpx.get(self.url + "/subjects", headers={"Accept": _CONTENT_TYPE}, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise RegistryError(
+                f"schema registry {self.url} unreachable (no answer within {timeout_s:g} s): "
+                f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no detail'}"
+            ) from None
+        if response.status_code >= 400:
+            raise RegistryError(f"schema registry {self.url} answered HTTP {response.status_code} to GET /subjects")
 
     def register(self, subject: str, schema: ParsedSchema) -> int:
         """The id of `schema` under `subject`, registering it (BACKWARD enforced) when it is new."""

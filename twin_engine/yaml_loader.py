@@ -29,6 +29,11 @@ KIB = 1024
 MIB = 1024 * KIB
 
 _TAG = "tag:yaml.org,2002:"
+# Bounds that keep every document error a located one: deeper nesting would end the Python walks in a
+# RecursionError, longer integers in Python's integer-conversion limit (4,300 digits).
+MAX_DOCUMENT_DEPTH = 64  # nested mappings and lists, the document itself being level 1
+MAX_NUMBER_DIGITS = 4300
+_TOO_DEEP = f"the document is nested deeper than {MAX_DOCUMENT_DEPTH} levels"
 _ALIAS_TAG = "!agenttwin/alias"  # stands in for an alias so the walk can report it with its path
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_\-]+$")
 _PATH_TOKEN = re.compile(r'\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]|([^.\[\]]+)')
@@ -130,7 +135,7 @@ def load_document_text(text: str, source_name: str, *, max_bytes: int, require_m
         return _checked_root(LoadedDocument(data=json_data, source_name=source_name, lines=one_line), require_mapping)
     # Valid JSON has no literal tabs inside strings, so tabs are whitespace and can be replaced for YAML.
     try:  # the reader refuses some characters (DEL, C1 controls, U+FFFE) as soon as it is made
-        loader = _StrictLoader(text.replace("\t", " ") if is_json else text)
+        loader = _StrictLoader(text.replace("\t", " ") if is_json else text, source_name)
     except yaml.reader.ReaderError as exc:
         if not is_json:
             raise _refused_character(exc, source_name, text) from None
@@ -209,12 +214,15 @@ def _all_on_line_one(value: Any, path: DocPath, lines: dict[DocPath, int]) -> No
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that keeps anchors and aliases visible to the walk instead of resolving them."""
+    """SafeLoader that keeps anchors and aliases visible to the walk instead of resolving them, and stops at
+    MAX_DOCUMENT_DEPTH (composing recurses in Python: a deeper document would end in a RecursionError)."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, source_name: str) -> None:
         super().__init__(stream)
         self.anchored: dict[int, str] = {}
         self.tagged: dict[int, str] = {}  # nodes written with an explicit tag (`!!set`, `!x`, `!!str`)
+        self.source_name = source_name
+        self.depth = 0
 
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -223,7 +231,13 @@ class _StrictLoader(yaml.SafeLoader):
         event = self.peek_event()  # type: ignore[no-untyped-call]
         anchor = getattr(event, "anchor", None)
         tag = getattr(event, "tag", None)
-        node = super().compose_node(parent, index)
+        if self.depth >= MAX_DOCUMENT_DEPTH:
+            raise DefinitionError(_TOO_DEEP, file=self.source_name, line=event.start_mark.line + 1)
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
         if anchor is not None and node is not None:
             self.anchored[id(node)] = str(anchor)
         if tag is not None and node is not None:
@@ -294,6 +308,13 @@ class _Walker:
         if tag in (_TAG + "str", _TAG + "timestamp"):
             return str(node.value)  # dates stay the text the author wrote, as in JSON
         if tag in (_TAG + "null", _TAG + "bool", _TAG + "int", _TAG + "float"):
+            if tag == _TAG + "int" and len(node.value) > MAX_NUMBER_DIGITS:
+                raise self.fail(
+                    f"a number of {len(node.value):,} digits; at most {MAX_NUMBER_DIGITS:,} "
+                    "(quote it to keep it as text)",
+                    node,
+                    path,
+                )
             value = self.loader.construct_object(node)
             if isinstance(value, float) and not math.isfinite(value):
                 raise self.fail(f"'{node.value}' is not a finite number (JSON has no NaN or infinity)", node, path)
@@ -350,9 +371,21 @@ def _try_json(text: str) -> tuple[Any, bool]:
         raise ValueError(name)
 
     try:
-        return json.loads(text, parse_constant=reject_constant), True
-    except ValueError:
+        data = json.loads(text, parse_constant=reject_constant)
+    except (ValueError, RecursionError):  # a number too long, nesting too deep: the walk says where
         return None, False  # not JSON after all: the YAML parser reports the problem with its line
+    return (None, False) if _deeper_than(data, MAX_DOCUMENT_DEPTH) else (data, True)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list) and node:
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return False
 
 
 def _child(node: Any, token: PathPart) -> Any:

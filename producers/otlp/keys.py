@@ -78,10 +78,6 @@ class ApiKeys:
         return cls.from_pairs(keys.items())
 
     def merged(self, other: ApiKeys) -> ApiKeys:
-        """Both sets of keys; a key one maps to a tenant and the other to another is refused (no source wins)."""
-        for digest, tenant in other._by_digest.items():
-            if self._by_digest.get(digest, tenant) != tenant:
-                raise KeyFileError(_two_tenants(self._by_digest[digest], tenant))
         return ApiKeys({**self._by_digest, **other._by_digest})
 
     def tenant_for(self, key: str | None) -> str | None:
@@ -150,8 +146,8 @@ class IngestSettings(BaseSettings):
 
 
 def load_api_keys(settings: IngestSettings, file: Path | None = None) -> ApiKeys:
-    """Keys from the settings' list, the settings' file and `file` (a CLI flag); a key that two of them
-    (or two entries of one) give to different tenants is refused, so no source silently wins."""
+    """Keys from the settings' list, the settings' file and `file` (a CLI flag), later sources winning (a
+    documented precedence); within one source, a key listed under two tenants is refused."""
     keys = ApiKeys({})
     if settings.api_keys is not None:
         where = "AGENTTWIN_INGEST_API_KEYS"
@@ -162,8 +158,5 @@ def load_api_keys(settings: IngestSettings, file: Path | None = None) -> ApiKeys
             raise KeyFileError(f"{where}: {exc}") from None
     for path in (settings.api_keys_file, file):
         if path is not None:
-            try:
-                keys = keys.merged(read_key_file(path.expanduser()))
-            except KeyFileError as exc:
-                raise KeyFileError(str(exc) if str(exc).startswith(f"{path}:") else f"{path}: {exc}") from None
+            keys = keys.merged(read_key_file(path.expanduser()))
     return keys

@@ -151,3 +151,51 @@ def test_valid_json_that_yaml_cannot_read_is_kept_without_lines() -> None:
     doc = load_document_text(json.dumps({long_key: 1}), "long.json", max_bytes=4 * KIB)
     assert doc.data == {long_key: 1}
     assert doc.line_for((long_key,)) is None
+
+
+BLOCKS = "".join(f"{'  ' * i}k{i}:\n" for i in range(300)) + "  " * 300 + "v: 1\n"  # 300 levels by indentation
+DEEP_OR_HUGE = {
+    "deep YAML flow": ("name: x\nv: " + "[" * 5000 + "]" * 5000 + "\n", 2, "nested deeper than"),
+    "deep YAML blocks": ("name: x\n" + BLOCKS, 65, "nested"),  # the key at level 65
+    "deep JSON": ('{"name": "x",\n "v": ' + "[" * 100_000 + "]" * 100_000 + "}\n", 2, "nested deeper than"),
+    "deep one-line JSON": ('{"v": ' + "[" * 500 + "]" * 500 + "}", 1, "nested deeper than"),
+    "huge YAML integer": ("name: x\nv: " + "9" * 100_000 + "\n", 2, "digits"),
+    "huge JSON integer": ('{"name": "x",\n "v": ' + "9" * 100_000 + "}\n", 2, "digits"),
+    "huge one-line JSON integer": ('{"v": -' + "1" * 100_000 + "}", 1, "digits"),
+    "huge YAML key": ("name: x\n" + "9" * 100_000 + ": v\n", 2, "YAML syntax error"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEEP_OR_HUGE))
+def test_a_deep_or_huge_document_is_a_located_error(case: str) -> None:
+    text, line, words = DEEP_OR_HUGE[case]
+    with pytest.raises(DefinitionError) as caught:
+        load_document_text(text, "deep.yaml", max_bytes=1024 * KIB)
+    assert (caught.value.file, caught.value.line) == ("deep.yaml", line), str(caught.value)
+    assert words in caught.value.message and "\n" not in str(caught.value)
+
+
+def test_nesting_up_to_the_limit_loads() -> None:
+    from twin_engine.yaml_loader import MAX_DOCUMENT_DEPTH
+
+    inner = "[" * (MAX_DOCUMENT_DEPTH - 2) + "1" + "]" * (MAX_DOCUMENT_DEPTH - 2)  # the 1 is at the last level
+    doc = load_document_text('{"v": ' + inner + "}", "ok.json", max_bytes=64 * KIB)
+    value = doc.data["v"]  # type: ignore[index]
+    for _ in range(MAX_DOCUMENT_DEPTH - 3):
+        value = value[0]
+    assert value == [1]
+    assert _load("v: " + "9" * 4000) == {"v": int("9" * 4000)}
+
+
+@pytest.mark.parametrize("case", ["deep JSON", "huge YAML integer"])
+def test_twin_check_of_a_deep_or_huge_document_is_one_located_line_exit_2(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agenttwin.cli import main
+
+    path = tmp_path / "twin.yaml"
+    path.write_text(DEEP_OR_HUGE[case][0])
+    code = main(["twin", "check", str(path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "internal error" not in err, err
+    assert f"{path}:2:" in err, err

@@ -325,3 +325,38 @@ def test_a_case_over_stdio_leaves_its_records(tmp_path: Path) -> None:
         ("refund_payment", "timeout", "timeout_after_mutation")
     ]
     assert evidence["final_state"]["orders"]["ORD-1001"]["refund_count"] == 1
+
+
+def test_sessions_are_capped_per_case_and_end_with_their_case(
+    demo_twin: Twin, endpoint: TwinEndpoint, mcp_server: TwinMcpServer
+) -> None:
+    from producers.twin_mcp import MAX_SESSIONS_PER_CASE
+
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    greedy, other = endpoint.open_case(new_case(demo_twin)), endpoint.open_case(new_case(demo_twin))
+    url = mcp_server.case_url(greedy)
+    opened = [httpx.post(url, json=initialize, headers=accept) for _ in range(MAX_SESSIONS_PER_CASE)]
+    assert [r.status_code for r in opened] == [200] * MAX_SESSIONS_PER_CASE
+    assert len({r.headers["mcp-session-id"] for r in opened}) == MAX_SESSIONS_PER_CASE
+    refused = httpx.post(mcp_server.case_url(greedy), json=initialize, headers=accept)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (429, "TOO_MANY_SESSIONS")
+    mine = httpx.post(mcp_server.case_url(other), json=initialize, headers=accept)  # another case is unaffected
+    assert mine.status_code == 200 and mcp_server.mcp.session_count(other.token) == 1
+    assert mcp_server.mcp.session_count(greedy.token) == MAX_SESSIONS_PER_CASE
+
+    endpoint.close_case(greedy.token)
+    manager = mcp_server.mcp.server.session_manager
+    assert manager is not None
+    deadline = time.monotonic() + 30
+    while any(r.headers["mcp-session-id"] in manager._server_instances for r in opened):
+        assert time.monotonic() < deadline, "the closed case's sessions are still open"
+        time.sleep(0.05)
+    assert mcp_server.mcp.session_count(greedy.token) == 0
+    assert mcp_server.mcp.session_count(other.token) == 1  # only the closed case's sessions ended
+    endpoint.close_case(other.token)

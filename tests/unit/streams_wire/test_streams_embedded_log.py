@@ -13,6 +13,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+from streams._log_index import ENTRY_SIZE
 from streams.embedded_log import EmbeddedLog, EventLogError, LogLockedError, NewRecord
 
 
@@ -121,17 +122,19 @@ def test_truncated_last_block_is_reported_and_cut(tmp_path: Path, cut: int) -> N
     with EmbeddedLog(tmp_path) as log:
         _fill(log, "t", batches=3, per_batch=4)
     path = tmp_path / "topics" / "t.avro"
+    index = tmp_path / "topics" / "t.idx"
     whole = path.read_bytes()
-    path.write_bytes(whole[:-cut])  # a crash in the middle of the last block's write
+    path.write_bytes(whole[:-cut])  # a crash in the middle of the last block's write...
+    index.write_bytes(index.read_bytes()[:-ENTRY_SIZE])  # ...before its fsync: its entry was never written
     with EmbeddedLog(tmp_path) as log:
         (repair,) = log.repairs
         assert repair.topic == "t"
         assert repair.dropped_bytes > 0
         assert repair.kept_bytes == path.stat().st_size
         assert repair.quarantine is not None and repair.quarantine.stat().st_size == repair.dropped_bytes
-        assert log.end_offset("t") == 12  # the torn block's offsets stay taken: never reused
+        assert log.end_offset("t") == 8  # never acknowledged, never listed: no reader saw offsets 8-11
         assert _values(log, "t", 7) == [b"1-3"]
-        assert log.append("t", None, b"after") == 12
+        assert log.append("t", None, b"after") == 8
     with path.open("rb") as handle:
         assert [row["value"] for row in fastavro.reader(handle)][-2:] == [b"1-3", b"after"]
     with EmbeddedLog(tmp_path) as log:
