@@ -15,7 +15,14 @@ from schemas import AVRO_DIR
 from streams import ids
 from streams.embedded import DecodeError
 from streams.events import EVENT_BY_SCHEMA, DeadLettered, Event
-from streams.identity import CONFLUENT, SINGLE_OBJECT, event_time_ms, record_headers
+from streams.identity import (
+    CONFLUENT,
+    EVENT_ID_HEADER,
+    EVENT_TYPE_HEADER,
+    SINGLE_OBJECT,
+    event_time_ms,
+    record_headers,
+)
 from streams.kafka.naming import Naming
 from streams.kafka.naming_defaults import CONFLUENT_WIRE
 from streams.registry import CONFLUENT_HEADER_SIZE, RegistryError, SchemaRegistry, frame, schema_id_of
@@ -55,19 +62,33 @@ class KafkaCodec:
         url = naming.wire.registry_url
         self.registry = registry or (SchemaRegistry(url) if url else None)
         self.confluent = naming.wire.mode == CONFLUENT_WIRE
+        self._single: dict[type[Event], tuple[str, Headers]] = {}  # per event type: topic, fixed headers
 
     def encode(self, event: Event) -> OutMessage:
+        if not self.confluent or self.registry is None:
+            return self._encode_single_object(event)
         topic = self.naming.topic(event.TOPIC)
         schema = self.schemas.current(event.SCHEMA)
-        if self.confluent and self.registry is not None:
-            schema_id = self.registry.register(f"{topic}-{event.SCHEMA}", schema)
-            value = frame(schema_id, self.schemas.encode_body(event.SCHEMA, event.to_record()))
-            text = record_headers(event, event.SCHEMA, schema.fingerprint, content_type=CONFLUENT, schema_id=schema_id)
-        else:
-            value = self.schemas.encode(event.SCHEMA, event.to_record())
-            text = record_headers(event, event.SCHEMA, schema.fingerprint, content_type=SINGLE_OBJECT)
+        schema_id = self.registry.register(f"{topic}-{event.SCHEMA}", schema)
+        value = frame(schema_id, self.schemas.encode_body(event.SCHEMA, event.to_record()))
+        text = record_headers(event, event.SCHEMA, schema.fingerprint, content_type=CONFLUENT, schema_id=schema_id)
         headers: Headers = [(name, v.encode()) for name, v in text.items()]
         return OutMessage(topic, event.key.encode(), value, headers, event_time_ms(event))
+
+    def _encode_single_object(self, event: Event) -> OutMessage:
+        """The headers that follow from the schema are made once per event type (every worker's outputs go
+        this way); the same bytes and order as record_headers gives, whose first two are the event's own."""
+        known = self._single.get(type(event))
+        if known is None:
+            schema = self.schemas.current(event.SCHEMA)
+            text = list(record_headers(event, event.SCHEMA, schema.fingerprint, content_type=SINGLE_OBJECT).items())
+            if [name for name, _ in text[:2]] != [EVENT_ID_HEADER, EVENT_TYPE_HEADER]:
+                raise AssertionError(f"record_headers begins with {text[:2]}")
+            known = self._single[type(event)] = (self.naming.topic(event.TOPIC), [(n, v.encode()) for n, v in text[2:]])
+        topic, fixed = known
+        value = self.schemas.encode(event.SCHEMA, event.to_record())
+        headers: Headers = [(EVENT_ID_HEADER, event.event_id.encode()), (EVENT_TYPE_HEADER, event.event_type.encode())]
+        return OutMessage(topic, event.key.encode(), value, headers + fixed, event_time_ms(event))
 
     def decode_value(self, value: bytes) -> DecodedEvent:
         """The Avro record of a value in either framing (WireError / DecodeError when it is not one)."""
