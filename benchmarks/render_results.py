@@ -195,7 +195,7 @@ def render(results: Path = RESULTS) -> str:
         figure, _, ratio = _cells(run)
         lines.append(
             f"| `{run.benchmark}` | {run.at[:16].replace('T', ' ')} UTC, `{run.commit}` | {run.machine} | "
-            f"{_escape(figure)} | {ratio} | [{run.file}](../benchmarks/results/{run.file}) |"
+            f"{_escape(figure)} | {ratio} | `benchmarks/results/{run.file}` |"
         )
     return "\n".join(lines) + "\n"
 

@@ -95,6 +95,7 @@ def test_our_schemas_are_valid_draft_2020_12() -> None:
         "outcome-report.v1.schema.json",
         "scenario.v1.schema.json",
         "twin.v1.schema.json",
+        "version-policy.v1.schema.json",
     ]
     for name in names:
         schema = json.loads((JSON_DIR / name).read_text(encoding="utf-8"))

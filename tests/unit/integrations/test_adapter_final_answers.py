@@ -40,7 +40,7 @@ def captured_content(request: pytest.FixtureRequest) -> Iterator[Captured]:
 
 def langgraph(captured: Captured) -> None:
     from langchain_core.messages import AIMessage
-    from tests.unit.integrations.test_langgraph_adapter import ScriptedModel, lookup_order
+    from tests.unit.integrations.test_langgraph_production import ScriptedModel, lookup_order
 
     from agenttwin.integrations.langgraph import final_answer, langgraph_run
     from tests.unit.integrations.conftest import react_graph
@@ -57,7 +57,7 @@ def langgraph(captured: Captured) -> None:
 
 def openai_agents(captured: Captured) -> None:
     from agents import Agent, Runner, set_trace_processors
-    from tests.unit.integrations.test_openai_agents_adapter import ScriptedModel, _call, _say, lookup_order
+    from tests.unit.integrations.test_openai_agents_production import ScriptedModel, _call, _say, lookup_order
 
     from agenttwin.integrations.openai_agents import AgentTwinTracingProcessor, openai_agents_run
 
@@ -76,7 +76,7 @@ def openai_agents(captured: Captured) -> None:
 
 
 def anthropic(captured: Captured) -> None:
-    from tests.unit.integrations.test_anthropic_adapter import TOOLS, _client, _message, _tool_use
+    from tests.unit.integrations.test_anthropic_production import TOOLS, _client, _message, _tool_use
 
     from agenttwin.integrations.anthropic import anthropic_run
 
@@ -104,6 +104,6 @@ def test_the_trace_holds_the_final_answer_as_the_content_policy_allows(
     join, store = OutcomeJoin(), dict[str, Any]()
     reads = [o for e in spans for o in join.handle(store, e) if isinstance(o, ClaimRead)]
     read = reads[-1]
-    assert (read.claimed_status, read.claim_inferred_by) == ("SUCCESS", "rules-v1")
+    assert (read.claimed_status, read.claim_inferred_by) == ("SUCCESS", "rules-v2")
     full = captured_content.twin.content.mode == "full"
     assert read.final_answer == (ANSWER if full else None)

@@ -186,7 +186,7 @@ def test_the_final_answer_is_found_however_the_model_is_wrapped(captured: Captur
 
     asyncio.run(go())
     root = captured.root_attributes()
-    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v1")
+    assert (root["agenttwin.outcome.claimed"], root["agenttwin.outcome.claim_inferred_by"]) == ("SUCCESS", "rules-v2")
 
 
 def test_a_tool_requesting_turn_is_no_answer(captured: Captured) -> None:

@@ -167,7 +167,7 @@ def test_the_mined_draft_states_the_claim_read_from_the_answer() -> None:
     assert d.claimed == "SUCCESS"
     text = render(d, load_twin(TWIN_FILE))
     assert "claimed nothing" not in text
-    assert "claimed SUCCESS (read from its final answer by rules-v1)" in text, text
+    assert "claimed SUCCESS (read from its final answer by rules-v2)" in text, text
 
 
 def test_a_simulated_contradiction_whose_claim_was_inferred_says_so() -> None:

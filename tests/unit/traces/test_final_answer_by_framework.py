@@ -89,5 +89,5 @@ def test_langgraph_with_openinference(provider: tuple[TracerProvider, InMemorySp
         instrumentor.uninstrument()
     read = reading(exporter)
     assert read.final_answer == ANSWER
-    assert (read.claimed_status, read.claim_inferred_by) == ("SUCCESS", "rules-v1")
+    assert (read.claimed_status, read.claim_inferred_by) == ("SUCCESS", "rules-v2")
     assert "refund_payment" in read.tools and read.subjects == ["order:ORD-1001"]
