@@ -64,7 +64,7 @@ def ours(bodies: list[tuple[bytes, list[str]]], rss: list[float]) -> tuple[float
             live.step()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         rss.append(rss_mb())
-        if live.checkpoint is not None:
+        if getattr(live, "checkpoint", None) is not None:  # (absent before the live joins had checkpoints)
             print(f"  join state              {live.checkpoint.in_memory:,} keys in memory, "
                   f"{sum(1 for _ in live.checkpoint):,} in all (budget {live.state_budget:,})")  # fmt: skip
         publisher.close()

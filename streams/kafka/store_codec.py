@@ -35,7 +35,7 @@ def _event_plain(value: Event) -> dict[str, str]:
     hit = _encoded.get(id(value))
     if hit is not None and hit[0] is value:
         return {_EVENT: hit[1]}
-    raw = _schemas().encode(value.SCHEMA, value.to_record())
+    raw = _schemas().encode_event(value)
     text = base64.b64encode(raw).decode("ascii")
     if len(_encoded) >= _ENCODED_MAX:
         _encoded.clear()
