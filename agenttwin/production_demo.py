@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ SEED = 28
 DETECT_MINUTES = 30  # at most, with 1.3.0 as the canary
 CLEAR_MINUTES = 60  # at most, with 1.3.1 as the canary
 KAFKA_WAIT_S = 300.0
+KAFKA_PAUSE_S = 1.0
 
 
 def _minute(minute: int, canary: str, outcomes: dict[str, dict[str, SituationOutcome]]) -> list[Any]:
@@ -144,7 +146,9 @@ def _on_kafka(args: argparse.Namespace, settings: Any, bootstrap: str, warehouse
 
                 def publish_minute(events: list[Any]) -> list[Event]:
                     publisher.publish(events)
-                    # let the workers catch up with this minute before the next one arrives
+                    # let the workers catch up with this minute before the next one arrives (they start on it
+                    # within the pause; then they are idle once the last of it went through the watch)
+                    time.sleep(KAFKA_PAUSE_S)
                     asyncio.run_coroutine_threadsafe(group.wait_idle(idle_s=2.0, timeout_s=KAFKA_WAIT_S), loop).result()
                     return list(tail.read_new())
 
