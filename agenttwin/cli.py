@@ -126,6 +126,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.set_defaults(func=lazy("agenttwin.pipeline_commands", "evaluate"))
 
     demo = sub.add_parser("demo", help="the field notes' story: 1.3.0 vs 1.2.4 and 1.3.1 vs 1.3.0, end to end")
+    demo.add_argument(
+        "--production",
+        action="store_true",
+        help="the production story instead: a 10 %% canary of 1.3.0 flagged live, then 1.3.1 replaces it",
+    )
     _data_dir_arg(demo)
     _kafka_arg(demo)
     demo.set_defaults(func=lazy("agenttwin.pipeline_commands", "demo"))

@@ -211,6 +211,10 @@ def _counts_line(counts: dict[str, int]) -> str:
 
 
 def demo(args: argparse.Namespace) -> int:
+    if getattr(args, "production", False):
+        from agenttwin.production_demo import production_demo
+
+        return production_demo(args)
     version = DEFAULT_EVALUATOR_SET
     settings = load_settings()
     requests = [

@@ -4,7 +4,9 @@ Inputs keyed by trace id (claim readings, verified outcomes, contradiction alert
 whenever the trace's tally (evaluation/version_watch.trace_tally) changes, a TraceTallied with the next
 revision goes to `version-traces`, keyed by tenant and agent so the second stage (VersionWatch) sees all
 of one agent's versions in one partition. A trace is tallied once its claim was read and names an agent
-and a version; simulated evaluations (the `sim:` tenants) are not production and are left out.
+and a version; simulated evaluations (the `sim:` tenants) are not production and are left out. Its window
+is the minute of the earliest receive time of its spans: a time of the trace itself, so the same traffic
+gives the same windows in any arrival order (a claim reading's time is the join's, which depends on it).
 The store holds plain data (strings for times) and is reassigned, never mutated in place.
 """
 
@@ -15,7 +17,7 @@ from typing import Any
 
 from evaluation.version_watch import trace_tally, window_start
 from streams import ids
-from streams.events import ClaimRead, ContradictionDetected, Event, OutcomeVerified, TraceTallied
+from streams.events import ClaimRead, ContradictionDetected, Event, OutcomeVerified, SpanRecorded, TraceTallied
 from streams.processors.base import Processor, Store
 
 
@@ -24,7 +26,7 @@ def watch_key(tenant: str | None, agent: str) -> str:
 
 
 class VersionTally(Processor):
-    inputs = ("claims", "verified-outcomes", "contradictions")
+    inputs = ("claims", "verified-outcomes", "contradictions", "spans")
     stateful = True
 
     @property
@@ -35,8 +37,15 @@ class VersionTally(Processor):
         if ids.is_simulation_tenant(event.tenant):
             return []
         key = ids.join_key(event.tenant, getattr(event, "trace_id", ""))
-        entry: dict[str, Any] = dict(store.get(key) or {"tenant": event.tenant})
-        if isinstance(event, ClaimRead):
+        known = store.get(key)
+        if isinstance(event, SpanRecorded):
+            at = event.received_time.isoformat()
+            if known is not None and known.get("first_at") is not None and known["first_at"] <= at:
+                return []  # most spans: nothing to write
+        entry: dict[str, Any] = dict(known or {"tenant": event.tenant})
+        if isinstance(event, SpanRecorded):
+            entry["first_at"] = at
+        elif isinstance(event, ClaimRead):
             if event.revision <= entry.get("claim_revision", 0):
                 return []
             at = event.received_time.isoformat()
@@ -48,10 +57,10 @@ class VersionTally(Processor):
                 "agent": event.agent,
                 "agent_version": event.agent_version,
             }
-            entry["first_at"] = min(at, entry.get("first_at", at))
+            entry.setdefault("first_at", at)  # the spans' earliest time replaces it (they precede the reading)
         elif isinstance(event, OutcomeVerified):
-            known = entry.get("verification")
-            if known is not None and known["verified"] and not event.verified:
+            previous = entry.get("verification")
+            if previous is not None and previous["verified"] and not event.verified:
                 return []  # a verified outcome is not undone by an unverifiable one
             entry["verification"] = {"status": event.status, "verified": event.verified}
         elif isinstance(event, ContradictionDetected):

@@ -23,13 +23,17 @@ from evaluation.versions import DEFAULT_EVALUATOR_SET
 from streams._avro_container import parse_header, scan_blocks
 from streams.embedded import EmbeddedRuntime
 from streams.events import EvaluationRequested
-from streams.processors import Comparator, Grader, OutcomeJoin, SubjectJoin
+from streams.processors import Comparator, Grader, OutcomeJoin, SubjectJoin, VersionTally, VersionWatch
 
 VERSION = DEFAULT_EVALUATOR_SET
 REPLAY_VERSION = "1.0.0"
 PAIRS = (("demo:1.2.4", "demo:1.3.0"), ("demo:1.3.0", "demo:1.3.1"))
-STATEFUL = {g.name: g.inputs for g in (Grader(VERSION), Comparator(), SubjectJoin(), OutcomeJoin())}  # group -> inputs
-FED = [group for group in STATEFUL if group != "subject-join"]  # simulations link no subjects: it reads nothing
+STATEFUL = {
+    g.name: g.inputs
+    for g in (Grader(VERSION), Comparator(), SubjectJoin(), OutcomeJoin(), VersionTally(), VersionWatch())
+}  # group -> inputs
+# simulations link no subjects, and are not production traces (no version tallies): those read nothing
+FED = [group for group in STATEFUL if group not in ("subject-join", "version-watch")]
 
 Records = dict[str, list[tuple[Any, ...]]]
 

@@ -293,7 +293,7 @@ READERS = {
     "evaluations": ("planner", "comparator"),
     "case-plans": ("simulator",),
     "twin-calls": ("grader-1.1.0",),
-    "spans": ("outcome-join",),
+    "spans": ("outcome-join", "version-tally"),
 }
 
 

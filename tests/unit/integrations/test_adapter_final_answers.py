@@ -40,10 +40,10 @@ def captured_content(request: pytest.FixtureRequest) -> Iterator[Captured]:
 
 def langgraph(captured: Captured) -> None:
     from langchain_core.messages import AIMessage
-    from tests.unit.integrations.test_langgraph_production import ScriptedModel, lookup_order
 
     from agenttwin.integrations.langgraph import final_answer, langgraph_run
     from tests.unit.integrations.conftest import react_graph
+    from tests.unit.integrations.test_langgraph_production import ScriptedModel, lookup_order
 
     script = [
         AIMessage(content="", tool_calls=[{"name": "lookup_order", "args": {"order_id": "ORD-1001"}, "id": "c1"}]),
@@ -57,9 +57,9 @@ def langgraph(captured: Captured) -> None:
 
 def openai_agents(captured: Captured) -> None:
     from agents import Agent, Runner, set_trace_processors
-    from tests.unit.integrations.test_openai_agents_production import ScriptedModel, _call, _say, lookup_order
 
     from agenttwin.integrations.openai_agents import AgentTwinTracingProcessor, openai_agents_run
+    from tests.unit.integrations.test_openai_agents_production import ScriptedModel, _call, _say, lookup_order
 
     model = ScriptedModel([_call("lookup_order", {"order_id": "ORD-1001"}, "c1"), _say(ANSWER)])
     agent = Agent(name="support-refund-agent", instructions="help", tools=[lookup_order], model=model)
@@ -76,9 +76,8 @@ def openai_agents(captured: Captured) -> None:
 
 
 def anthropic(captured: Captured) -> None:
-    from tests.unit.integrations.test_anthropic_production import TOOLS, _client, _message, _tool_use
-
     from agenttwin.integrations.anthropic import anthropic_run
+    from tests.unit.integrations.test_anthropic_production import TOOLS, _client, _message, _tool_use
 
     turns = [_message([_tool_use("lookup_order", {"order_id": "ORD-1001"}, "t1")], "tool_use"),
              _message([{"type": "text", "text": ANSWER}], "end_turn")]  # fmt: skip

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agenttwin.cli import main
 from agenttwin.pipeline import Embedded
 from consumers.clickhouse import open_warehouse
 from consumers.embedded_sink import sync
@@ -93,3 +94,20 @@ def test_the_sql_views_show_the_windows_and_the_open_alarm(tmp_path: Path, canar
         assert int(rows[0][2]) == 0 and int(rows[1][2]) > 0
         alarms = warehouse.read_only_query("SELECT candidate_version, state FROM v_version_alarms").rows
         assert alarms and all(tuple(a) == ("1.3.0", "open") for a in alarms)
+    # dropped and projected again from the topics: the same rows
+    query = (
+        "SELECT agent_version, window_start, traces, contradictions, escalations FROM v_version_windows ORDER BY 1, 2"
+    )
+    before = _sql(tmp_path, query)
+    assert main(["rebuild", "--data-dir", str(tmp_path)]) == 0
+    assert _sql(tmp_path, query) == before and len(before.splitlines()) == 1 + 2 * 20  # a header, 2 versions x 20 min
+
+
+def _sql(data_dir: Path, query: str) -> str:
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["sql", "--format", "csv", "--data-dir", str(data_dir), query]) == 0
+    return buffer.getvalue()
