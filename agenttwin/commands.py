@@ -10,6 +10,7 @@ from typing import Any
 
 from agenttwin.errors import CliError
 from agenttwin.render import out, table, to_json
+from twin_engine.case import new_case
 
 
 def twin_check(args: argparse.Namespace) -> int:
@@ -74,7 +75,7 @@ def twin_call(args: argparse.Namespace) -> int:
     if args.scenario:
         config = ScenarioConfig.from_scenario(load_scenario(args.scenario, twin=twin).raw)
     calls = _read_calls(Path(args.calls))
-    case = twin.new_case(scenario=config, seed=args.seed, tenant=args.tenant)
+    case = new_case(twin, scenario=config, seed=args.seed, tenant=args.tenant)
     if twin.tenant_key and case.tenant is None:
         _note("tenant checks are off: no --tenant and no scenario tenant, so every tenant's records are reachable")
     for call in calls:

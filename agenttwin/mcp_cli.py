@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from agenttwin.render import to_json
+from twin_engine.case import new_case
 
 
 def twin_mcp(args: argparse.Namespace) -> int:
@@ -20,7 +21,7 @@ def twin_mcp(args: argparse.Namespace) -> int:
 
     twin = _load_twin(args.twin)
     config = ScenarioConfig.from_scenario(load_scenario(args.scenario, twin=twin).raw) if args.scenario else None
-    case = twin.new_case(scenario=config, seed=args.seed, tenant=args.tenant)
+    case = new_case(twin, scenario=config, seed=args.seed, tenant=args.tenant)
     # The endpoint is only the case registry here (call caps, twin-error bookkeeping); it is never started.
     endpoint = TwinEndpoint()
     try:

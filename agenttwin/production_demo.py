@@ -74,16 +74,16 @@ def _story(publish_minute: Callable[[list[Any]], list[Event]]) -> tuple[int, boo
 
 
 def production_demo(args: argparse.Namespace) -> int:
-    from agenttwin.pipeline_commands import _kafka, _kafka_warehouse, _open
+    from agenttwin.command_context import kafka_of, kafka_warehouse_of, open_embedded_of
     from agenttwin.report_commands import production_data
     from agenttwin.reports.production import render_production
     from agenttwin.settings import load_settings
 
     settings = load_settings()
-    bootstrap = _kafka(args, settings)
+    bootstrap = kafka_of(args, settings)
     root = Path(args.data_dir).expanduser() if args.data_dir else settings.resolved_data_dir
     if bootstrap:
-        with _kafka_warehouse(args, settings) as warehouse:
+        with kafka_warehouse_of(args, settings) as warehouse:
             out(f"AgentTwin production demo on Kafka ({bootstrap})\n")
             minutes, flagged, cleared = _on_kafka(args, settings, bootstrap, warehouse)
             data = production_data(warehouse)
@@ -91,7 +91,7 @@ def production_demo(args: argparse.Namespace) -> int:
         from consumers.embedded_sink import sync
         from streams.processors import OutcomeJoin, VersionTally, VersionWatch
 
-        _, emb = _open(args)
+        _, emb = open_embedded_of(args)
         with emb:
             out(f"AgentTwin production demo on the embedded runtime (data in {emb.runtime.data_dir})\n")
             steps = [OutcomeJoin(), VersionTally(), VersionWatch()]

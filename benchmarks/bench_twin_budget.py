@@ -109,10 +109,11 @@ CHILD = """
 import json, resource, sys, time
 from twin_engine import Twin
 from twin_engine.canonical import canonical_json
+from twin_engine.case import new_case
 handler, arguments = json.loads(sys.stdin.read())
 doc = {"apiVersion": "agenttwin.dev/v1", "kind": "TwinDefinition", "metadata": {"name": "bench"},
        "spec": {"initialState": {"p": {}, "log": []}, "tools": {"t": {"handler": handler}}}}
-case = Twin.from_definition(doc).new_case()
+case = new_case(Twin.from_definition(doc))
 case.call("t", {"a": ["warm"], "b": ["up"], "s": "a", "t": "b"})  # imports, caches
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()

@@ -19,6 +19,7 @@ from producers.agents.registry import close_agent, resolve_agent
 from producers.agents.user_sim import user_for
 from producers.conversation_run import run_conversation
 from producers.tool_client import InProcessToolClient
+from twin_engine.case import new_case
 from twin_engine.documents import Scenario
 from twin_engine.faults import case_seed as derive_case_seed
 from twin_engine.reference import with_reference_targets
@@ -51,7 +52,7 @@ def simulate_case(
     tenant = context.get("tenant")
     customer_id = context.get("customer_id")
     config = ScenarioConfig.from_scenario(scenario.raw)
-    twin_case = twin.new_case(scenario=config, seed=case_seed, tenant=str(tenant) if tenant is not None else None)
+    twin_case = new_case(twin, scenario=config, seed=case_seed, tenant=str(tenant) if tenant is not None else None)
     request = AgentRequest(
         message=scenario.message,
         context={k: v for k, v in context.items() if k not in _TWIN_CONTEXT_KEYS},

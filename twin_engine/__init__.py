@@ -2,7 +2,7 @@
 
 from twin_engine.adapters import AdapterCall, AdapterRegistry, AdapterResult
 from twin_engine.canonical import canonical_json, sha256_hex, state_hash
-from twin_engine.case import TwinCase
+from twin_engine.case import TwinCase, new_case
 from twin_engine.compare import Comparison, check, comparators_of
 from twin_engine.errors import DefinitionError, TwinError
 from twin_engine.faults import FAULT_TYPES, FAULTS, case_seed
@@ -40,6 +40,7 @@ __all__ = [
     "format_path",
     "get_path",
     "merge_patch",
+    "new_case",
     "parse_path",
     "sha256_hex",
     "state_hash",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twin_engine.adapters import AdapterRegistry
 from twin_engine.budget import Budget
@@ -35,9 +35,7 @@ from twin_engine.paths import MISSING, get_path
 from twin_engine.records import CallRecord, RetrievalRecord, StateChange
 from twin_engine.replies import TwinReply, call_status
 from twin_engine.templates import DEFAULT_NOW, TemplateEnv, render, render_path, to_text
-
-if TYPE_CHECKING:
-    from twin_engine.twin import ScenarioConfig, ToolDef, Twin
+from twin_engine.twin import ScenarioConfig, ToolDef, Twin
 
 REPLAY_HEADER = "Idempotent-Replayed"
 CASE_TIME_LIMIT = "CASE_TIME_LIMIT"
@@ -616,3 +614,15 @@ def _carries_foreign(value: Any, tenant_key: str, tenant: str) -> bool:
     if isinstance(value, list):
         return any(_carries_foreign(v, tenant_key, tenant) for v in value)
     return False
+
+
+def new_case(
+    twin: Twin,
+    *,
+    scenario: ScenarioConfig | None = None,
+    seed: int = 0,
+    tenant: str | None = None,
+    adapters: AdapterRegistry | None = None,
+) -> TwinCase:
+    """A fresh case of `twin`: initial state = initialState merge-patched with the scenario's state."""
+    return TwinCase(twin, scenario or ScenarioConfig(), seed=seed, tenant=tenant, adapters=adapters)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from twin_engine.case import new_case
 from twin_engine.deep_copy import deep_copy
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def replay_reference(
         return ReferenceTarget(None, (), "calls must be a non-empty list of {tool, arguments}")
     if len(calls) > MAX_REFERENCE_CALLS:
         return ReferenceTarget(None, (), f"at most {MAX_REFERENCE_CALLS} reference calls")
-    case = twin.new_case(scenario=replace(scenario, faults=()), seed=seed, tenant=tenant)
+    case = new_case(twin, scenario=replace(scenario, faults=()), seed=seed, tenant=tenant)
     done: list[dict[str, Any]] = []
     for number, call in enumerate(calls, start=1):
         shape = _shape_problem(call)

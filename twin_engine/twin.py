@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from twin_engine.adapters import AdapterRegistry
 from twin_engine.canonical import canonical_bytes, sha256_hex
 from twin_engine.deep_copy import deep_copy
 from twin_engine.errors import DefinitionError
@@ -25,9 +24,6 @@ from twin_engine.templates import (
     shadowed_roots,
 )
 from twin_engine.tool_api import ToolSpec
-
-if TYPE_CHECKING:
-    from twin_engine.case import TwinCase
 
 RISKS = ("READ", "WRITE_REVERSIBLE", "WRITE_IRREVERSIBLE", "EXECUTE", "ADMIN")
 MAX_INITIAL_STATE = 1 << 20
@@ -209,19 +205,6 @@ class Twin:
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """What an agent is told about the tools, in document order."""
         return tuple(tool.spec() for tool in self.tools.values())
-
-    def new_case(
-        self,
-        *,
-        scenario: ScenarioConfig | None = None,
-        seed: int = 0,
-        tenant: str | None = None,
-        adapters: AdapterRegistry | None = None,
-    ) -> TwinCase:
-        """A fresh case: initial state = initialState merge-patched with the scenario's state."""
-        from twin_engine.case import TwinCase
-
-        return TwinCase(self, scenario or ScenarioConfig(), seed=seed, tenant=tenant, adapters=adapters)
 
 
 def _seconds(value: Any) -> float | None:

@@ -23,14 +23,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from consumers.clickhouse._values import quote_identifier
 
-if TYPE_CHECKING:  # read_only.py imports this module
-    from consumers.clickhouse.read_only import QueryLimits
+__all__ = [
+    "DEFAULT_LIMITS",
+    "QueryLimits",
+    "QueryResult",
+    "ReadOnlyError",
+    "Warehouse",
+    "WarehouseError",
+    "qualified",
+    "split_sql_statements",
+]
 
-__all__ = ["QueryResult", "ReadOnlyError", "Warehouse", "WarehouseError", "qualified", "split_sql_statements"]
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one person's query may cost: wall time in the engine, rows and bytes of its result."""
+
+    timeout_s: float = 60.0
+    max_rows: int = 100_000
+    max_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0 or self.max_rows < 1 or self.max_bytes < 1:
+            raise ValueError(f"query limits must be positive, got {self}")
+
+    def settings(self) -> dict[str, int | float | str]:
+        """The ClickHouse settings that enforce them (applied before `readonly = 1`)."""
+        return {
+            "max_execution_time": self.timeout_s,
+            "timeout_overflow_mode": "throw",
+            "max_result_rows": self.max_rows,
+            "max_result_bytes": self.max_bytes,
+            "result_overflow_mode": "throw",
+        }
+
+
+DEFAULT_LIMITS = QueryLimits()
 
 
 class WarehouseError(Exception):

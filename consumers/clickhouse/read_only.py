@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from consumers.clickhouse._values import string_literal
-from consumers.clickhouse.contract import ReadOnlyError, WarehouseError
+from consumers.clickhouse.contract import DEFAULT_LIMITS, QueryLimits, ReadOnlyError, WarehouseError
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
@@ -84,30 +84,6 @@ _FUNCTION = re.compile(r"^Function (\S+)")
 Run = Callable[[str], list[str]]  # a statement in the read-only session -> the first column of each row
 
 
-@dataclass(frozen=True)
-class QueryLimits:
-    """What one person's query may cost: wall time in the engine, rows and bytes of its result."""
-
-    timeout_s: float = 60.0
-    max_rows: int = 100_000
-    max_bytes: int = 64 * 1024 * 1024
-
-    def __post_init__(self) -> None:
-        if not self.timeout_s > 0 or self.max_rows < 1 or self.max_bytes < 1:
-            raise ValueError(f"query limits must be positive, got {self}")
-
-    def settings(self) -> dict[str, int | float | str]:
-        """The ClickHouse settings that enforce them (applied before `readonly = 1`)."""
-        return {
-            "max_execution_time": self.timeout_s,
-            "timeout_overflow_mode": "throw",
-            "max_result_rows": self.max_rows,
-            "max_result_bytes": self.max_bytes,
-            "result_overflow_mode": "throw",
-        }
-
-
-DEFAULT_LIMITS = QueryLimits()
 
 
 class QueryLimitError(WarehouseError):

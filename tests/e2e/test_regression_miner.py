@@ -31,6 +31,7 @@ from producers.tool_client import InProcessToolClient
 from streams.embedded import EmbeddedRuntime
 from streams.events import ContradictionDetected
 from streams.processors.outcome_join import OutcomeJoin
+from twin_engine.case import new_case
 from twin_engine.documents import demo_manifest, load_twin
 from twin_engine.twin import ScenarioConfig
 
@@ -70,7 +71,7 @@ def production_incident(data_dir: Path) -> str:
                 server.url, "key-demo", service_name="support-refund-agent", content=ContentPolicy("full")
             )
             sdk = AgentTwin(tracer_provider=provider, environment="production", content=ContentPolicy("full"))
-            case = twin.new_case(
+            case = new_case(twin,
                 scenario=ScenarioConfig.from_scenario({"spec": {"faults": [INCIDENT_FAULT]}}), tenant="demo-co"
             )
             tools = TracedTools(sdk, InProcessToolClient(case), {t.name: t.risk for t in twin.tool_specs()})

@@ -16,6 +16,7 @@ from producers.agents.registry import resolve_agent
 from producers.agents.script_agent import ScriptAgent, load_script
 from producers.simulator import simulate_case, simulate_suite, visible_tools
 from producers.tool_client import InProcessToolClient
+from twin_engine.case import new_case
 from twin_engine.documents import Scenario, load_suite, load_twin
 from twin_engine.twin import ScenarioConfig, Twin
 
@@ -245,7 +246,7 @@ def test_visible_tools_follow_allowed_tools() -> None:
 
 def test_in_process_client_maps_twin_replies() -> None:
     twin, scenarios = world()
-    case = twin.new_case(
+    case = new_case(twin,
         scenario=ScenarioConfig.from_scenario(scenarios["refund-rate-limited"].raw), seed=3, tenant="demo-co"
     )
     client = InProcessToolClient(case)

@@ -12,6 +12,7 @@ from evaluation.duplicates import duplicate_side_effects
 from evaluation.grader import grade_case
 from evaluation.metrics import side_metrics
 from twin_engine import ScenarioConfig, Twin
+from twin_engine.case import new_case
 
 ADDRESS = {"street": "1 Main St", "city": "Austin", "state": "TX"}
 INITIAL = {"orders": {"W1": {"order_id": "W1", "address": {"street": "9 Old Rd", "city": "Reno", "state": "NV"}}}}
@@ -45,7 +46,7 @@ def _run(faults: list[dict[str, Any]] | None = None) -> tuple[Any, ...]:
     scenario = ScenarioConfig.from_scenario(
         {"metadata": {"name": "noop"}, "spec": {"input": {"message": "x"}, "faults": faults or []}}
     )
-    twin_case = _twin().new_case(scenario=scenario)
+    twin_case = new_case(_twin(), scenario=scenario)
     for _ in range(2):  # the same overwrite, twice
         assert twin_case.call("set_address", {"order_id": "W1", "address": ADDRESS}).http_status == 200
     return twin_case.records, twin_case.initial, twin_case.state
@@ -116,7 +117,7 @@ def test_a_write_that_changes_state_twice_is_still_a_duplicate() -> None:
             },
         }
     )
-    twin_case = twin.new_case()
+    twin_case = new_case(twin)
     twin_case.call("bump", {})
     twin_case.call("bump", {})
     assert [r.mutated for r in twin_case.records] == [True, True]

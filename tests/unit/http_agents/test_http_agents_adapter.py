@@ -17,6 +17,7 @@ from producers.agents.errors import AgentSpecError
 from producers.agents.http_agent import DEFAULT_AGENT_NAME, HttpAgent, run_http_case, tool_entry
 from producers.tool_client import InProcessToolClient
 from producers.twin_http import TwinEndpoint
+from twin_engine.case import new_case
 from twin_engine.twin import Twin
 
 GOOD_REPLY: dict[str, Any] = {
@@ -96,7 +97,7 @@ def reply(status: int, value: Any) -> Behaviour:
 
 
 def case_request(twin: Twin) -> tuple[Any, AgentRequest]:
-    case = twin.new_case(tenant="demo-co")
+    case = new_case(twin, tenant="demo-co")
     request = AgentRequest(
         message="Hi! One item in ORD-1001 arrived broken. Can I get a refund of $40?",
         context={"customer_id": "CUS-100", "channel": "chat"},

@@ -15,6 +15,7 @@ from producers.agents.demo_server import DemoAgentServer
 from producers.agents.http_agent import HttpAgent, run_body
 from producers.agents.preflight import AgentMisconfiguredError, preflight, preflight_body
 from producers.twin_http import TwinEndpoint
+from twin_engine.case import new_case
 from twin_engine.twin import Twin
 
 from .test_http_agents_adapter import GOOD_REPLY, case_request, reply, stub  # noqa: F401 - the stub fixture
@@ -52,7 +53,7 @@ def test_what_is_sent_satisfies_the_request_schema(demo_twin: Twin) -> None:
 def test_the_demo_agents_reply_satisfies_the_reply_schema(endpoint: TwinEndpoint, demo_twin: Twin) -> None:
     with DemoAgentServer(port=0) as server:
         _, request = case_request(demo_twin)
-        handle = endpoint.open_case(demo_twin.new_case(tenant="demo-co"))
+        handle = endpoint.open_case(new_case(demo_twin, tenant="demo-co"))
         body = run_body(request, tools_base_url=handle.base_url, token=handle.token, version="1.2.4")
         answered = httpx.post(f"{server.url}/run", json=body, timeout=30).json()
         endpoint.close_case(handle.token)

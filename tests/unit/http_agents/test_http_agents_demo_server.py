@@ -11,6 +11,7 @@ import pytest
 
 from producers.agents.demo_server import DemoAgentServer
 from producers.twin_http import TwinEndpoint
+from twin_engine.case import new_case
 from twin_engine.documents import demo_manifest_versions
 from twin_engine.twin import Twin
 
@@ -79,7 +80,7 @@ def test_run_without_tools_reports_them_unreachable(demo: DemoAgentServer) -> No
 
 
 def test_run_against_the_twin_endpoint(demo: DemoAgentServer, demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     with TwinEndpoint() as endpoint:
         handle = endpoint.open_case(case)
         body = {

@@ -10,6 +10,7 @@ import pytest
 
 from producers.twin_http import TwinEndpoint
 from twin_engine.canonical import canonical_json
+from twin_engine.case import new_case
 from twin_engine.twin import Twin
 
 ORDER = {"order_id": "ORD-1001"}
@@ -21,7 +22,7 @@ def error_code(answer: Any) -> str:
 
 
 def test_no_token_is_refused(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     answer = caller(handle.base_url, None).tool("lookup_order", ORDER)
     assert (answer.status, error_code(answer)) == (401, "TWIN_CREDENTIAL_REQUIRED")
@@ -31,7 +32,7 @@ def test_no_token_is_refused(endpoint: TwinEndpoint, demo_twin: Twin, caller: An
 
 
 def test_wrong_token_is_refused(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     answer = caller(handle.base_url, handle.token + "x").tool("lookup_order", ORDER)
     assert (answer.status, error_code(answer)) == (401, "TWIN_CREDENTIAL_INVALID")
@@ -42,8 +43,8 @@ def test_wrong_token_is_refused(endpoint: TwinEndpoint, demo_twin: Twin, caller:
 
 
 def test_token_is_kept_only_as_its_hash(endpoint: TwinEndpoint, demo_twin: Twin) -> None:
-    handle = endpoint.open_case(demo_twin.new_case())
-    other = endpoint.open_case(demo_twin.new_case())
+    handle = endpoint.open_case(new_case(demo_twin))
+    other = endpoint.open_case(new_case(demo_twin))
     assert handle.token != other.token
     assert len(handle.token) >= 32
     stored = set(endpoint._cases)
@@ -53,7 +54,7 @@ def test_token_is_kept_only_as_its_hash(endpoint: TwinEndpoint, demo_twin: Twin)
 
 
 def test_closed_case_refuses_calls(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     agent = caller(handle.base_url, handle.token)
     assert agent.tool("lookup_order", ORDER).status == 200
@@ -68,7 +69,7 @@ def test_closed_case_refuses_calls(endpoint: TwinEndpoint, demo_twin: Twin, call
 
 
 def test_call_cap(demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     with TwinEndpoint(max_calls_per_case=2) as endpoint:
         handle = endpoint.open_case(case)
         agent = caller(handle.base_url, handle.token)
@@ -83,8 +84,8 @@ def test_call_cap(demo_twin: Twin, caller: Any) -> None:
 
 
 def test_empty_body_is_an_empty_object(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    over_http = demo_twin.new_case(tenant="demo-co")
-    in_process = demo_twin.new_case(tenant="demo-co")
+    over_http = new_case(demo_twin, tenant="demo-co")
+    in_process = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(over_http)
     answer = caller(handle.base_url, handle.token).request("POST", "/tools/lookup_order")
     expected = in_process.call("lookup_order", {})
@@ -109,7 +110,7 @@ def test_empty_body_is_an_empty_object(endpoint: TwinEndpoint, demo_twin: Twin, 
 def test_body_must_be_an_object(
     endpoint: TwinEndpoint, demo_twin: Twin, caller: Any, body: bytes, code: str
 ) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     answer = caller(handle.base_url, handle.token).request("POST", "/tools/lookup_order", body)
     assert (answer.status, error_code(answer)) == (400, code)
@@ -119,7 +120,7 @@ def test_body_must_be_an_object(
 
 
 def test_unknown_routes(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    handle = endpoint.open_case(demo_twin.new_case())
+    handle = endpoint.open_case(new_case(demo_twin))
     agent = caller(handle.base_url, handle.token)
     assert agent.request("POST", "/tools/").status == 404
     assert agent.request("GET", "/nowhere").status == 404
@@ -141,7 +142,7 @@ def test_headers_forwarded_without_credentials(endpoint: TwinEndpoint, make_twin
             }
         }
     )
-    case = twin.new_case()
+    case = new_case(twin)
     seen: list[dict[str, str]] = []
     real_call = case.call
 
@@ -179,8 +180,8 @@ def test_records_match_in_process_calls(endpoint: TwinEndpoint, demo_twin: Twin,
         ("no_such_tool", {}),
         ("send_email", {"customer_id": "CUS-100", "template": "refund_confirmation", "order_id": "ORD-1001"}),
     ]
-    over_http = demo_twin.new_case(tenant="demo-co", seed=7)
-    in_process = demo_twin.new_case(tenant="demo-co", seed=7)
+    over_http = new_case(demo_twin, tenant="demo-co", seed=7)
+    in_process = new_case(demo_twin, tenant="demo-co", seed=7)
     handle = endpoint.open_case(over_http)
     agent = caller(handle.base_url, handle.token)
     for tool, arguments in steps:
@@ -209,7 +210,7 @@ def test_records_match_in_process_calls(endpoint: TwinEndpoint, demo_twin: Twin,
 
 
 def test_calls_of_one_case_are_serial(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     statuses: list[int] = []
 
@@ -229,7 +230,7 @@ def test_calls_of_one_case_are_serial(endpoint: TwinEndpoint, demo_twin: Twin, c
 
 
 def test_twin_failure_is_recorded_on_the_case(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("database went away")

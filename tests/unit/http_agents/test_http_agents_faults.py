@@ -23,6 +23,7 @@ from producers.agents.http_tool_client import HttpToolClient
 from producers.tool_client import InProcessToolClient
 from producers.twin_http import TwinEndpoint
 from twin_engine.canonical import canonical_json
+from twin_engine.case import new_case
 from twin_engine.twin import Twin
 
 ORDER = {"order_id": "ORD-1001"}
@@ -33,7 +34,7 @@ def fault_on_lookup(behavior: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def open_faulty_case(endpoint: TwinEndpoint, twin: Twin, make_scenario: Any, behavior: dict[str, Any]) -> Any:
-    case = twin.new_case(scenario=make_scenario(fault_on_lookup(behavior)), tenant="demo-co")
+    case = new_case(twin, scenario=make_scenario(fault_on_lookup(behavior)), tenant="demo-co")
     return case, endpoint.open_case(case)
 
 
@@ -79,7 +80,7 @@ def test_partial_response_sends_half_a_body(endpoint: TwinEndpoint, demo_twin: T
             response.read()
     finally:
         conn.close()
-    whole = canonical_json(demo_twin.new_case(tenant="demo-co").call("lookup_order", ORDER).body).encode()
+    whole = canonical_json(new_case(demo_twin, tenant="demo-co").call("lookup_order", ORDER).body).encode()
     assert cut.value.partial == whole[: len(whole) // 2]
     assert case.records[0].status == "partial"
 
@@ -174,8 +175,8 @@ def test_http_client_matches_in_process(
     endpoint: TwinEndpoint, demo_twin: Twin, make_scenario: Any, behavior: dict[str, Any]
 ) -> None:
     faults = [{"target": "refund_payment", "when": {"callNumber": 1}, "behavior": behavior}]
-    over_http = demo_twin.new_case(scenario=make_scenario(faults), tenant="demo-co", seed=3)
-    in_process = InProcessToolClient(demo_twin.new_case(scenario=make_scenario(faults), tenant="demo-co", seed=3))
+    over_http = new_case(demo_twin, scenario=make_scenario(faults), tenant="demo-co", seed=3)
+    in_process = InProcessToolClient(new_case(demo_twin, scenario=make_scenario(faults), tenant="demo-co", seed=3))
     handle = endpoint.open_case(over_http)
     calls = [("lookup_order", ORDER), ("refund_payment", REFUND), ("refund_payment", REFUND)]
     with HttpToolClient(
@@ -200,7 +201,7 @@ def test_http_client_transport_codes(endpoint: TwinEndpoint, demo_twin: Twin, ma
         5: {"type": "http_429", "retryAfterSeconds": 3},
     }
     faults = [{"target": "lookup_order", "when": {"callNumber": n}, "behavior": b} for n, b in behaviors.items()]
-    case = demo_twin.new_case(scenario=make_scenario(faults), tenant="demo-co")
+    case = new_case(demo_twin, scenario=make_scenario(faults), tenant="demo-co")
     handle = endpoint.open_case(case)
     auth = {"Authorization": f"Bearer {handle.token}"}
     with (
@@ -235,7 +236,7 @@ def test_http_client_unreachable_and_kb() -> None:
 
 
 def test_http_client_kb_search(endpoint: TwinEndpoint, demo_twin: Twin) -> None:
-    over_http, in_process = demo_twin.new_case(tenant="demo-co"), demo_twin.new_case(tenant="demo-co")
+    over_http, in_process = new_case(demo_twin, tenant="demo-co"), new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(over_http)
     with HttpToolClient(handle.base_url, headers={"Authorization": f"Bearer {handle.token}"}) as client:
         assert client.search_kb("refund policy days", 2) == in_process.search_kb("refund policy days", 2)

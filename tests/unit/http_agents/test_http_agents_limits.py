@@ -23,6 +23,7 @@ from producers.agents.registry import resolve_agent
 from producers.simulator import simulate_case
 from producers.twin_http import MAX_BODY_BYTES, TwinEndpoint
 from twin_engine.canonical import canonical_bytes
+from twin_engine.case import new_case
 from twin_engine.documents import load_scenario
 from twin_engine.limits import MAX_HEADERS, MAX_KB_QUERY_CHARS, MAX_TOOL_NAME_CHARS
 from twin_engine.twin import Twin
@@ -60,7 +61,7 @@ def storable(case: Any) -> None:
 def test_refused_bodies_are_answered_and_recorded(
     endpoint: TwinEndpoint, demo_twin: Twin, caller: Any, body: bytes, status: int, code: str
 ) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     answer = caller(handle.base_url, handle.token).request("POST", "/tools/lookup_order", body)
     assert (answer.status, error_code(answer)) == (status, code)
@@ -77,7 +78,7 @@ def test_refused_bodies_are_answered_and_recorded(
 
 
 def test_too_many_headers_are_refused_and_recorded(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     headers = {f"X-Extra-{i}": "v" for i in range(MAX_HEADERS + 1)}
     answer = caller(handle.base_url, handle.token).tool("lookup_order", ORDER, headers)
@@ -86,7 +87,7 @@ def test_too_many_headers_are_refused_and_recorded(endpoint: TwinEndpoint, demo_
 
 
 def test_a_long_tool_name_is_refused_and_recorded(endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     answer = caller(handle.base_url, handle.token).tool("t" * (MAX_TOOL_NAME_CHARS + 50), ORDER)
     assert (answer.status, error_code(answer)) == (400, "INVALID_TOOL_NAME")
@@ -98,7 +99,7 @@ def test_a_long_tool_name_is_refused_and_recorded(endpoint: TwinEndpoint, demo_t
 def test_kb_queries_over_the_limit_are_refused_and_recorded(
     endpoint: TwinEndpoint, demo_twin: Twin, caller: Any
 ) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     handle = endpoint.open_case(case)
     agent = caller(handle.base_url, handle.token)
     long = agent.request("GET", "/kb/search?q=" + "a" * (MAX_KB_QUERY_CHARS + 1))
@@ -111,7 +112,7 @@ def test_kb_queries_over_the_limit_are_refused_and_recorded(
 def test_a_twin_failure_is_recorded_and_does_not_end_the_case(
     endpoint: TwinEndpoint, demo_twin: Twin, caller: Any
 ) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     real_call = case.call
 
     def broken(tool: str, arguments: Any, headers: Any = None, role: str = "agent") -> Any:

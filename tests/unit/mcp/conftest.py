@@ -11,6 +11,7 @@ from agenttwin.demo import TWIN_FILE
 from producers.twin_http import TwinEndpoint
 from producers.twin_mcp import TwinMcpServer
 from twin_engine.case import TwinCase
+from twin_engine.case import new_case as fresh_case
 from twin_engine.documents import load_twin
 from twin_engine.twin import ScenarioConfig, Twin
 
@@ -34,4 +35,4 @@ def mcp_server(endpoint: TwinEndpoint) -> Iterator[TwinMcpServer]:
 
 def new_case(twin: Twin, faults: list[dict[str, Any]] | None = None, **spec: Any) -> TwinCase:
     doc = {"metadata": {"name": "mcp-test"}, "spec": {"input": {"message": "hi"}, "faults": faults or [], **spec}}
-    return twin.new_case(scenario=ScenarioConfig.from_scenario(doc), seed=7, tenant="demo-co")
+    return fresh_case(twin, scenario=ScenarioConfig.from_scenario(doc), seed=7, tenant="demo-co")

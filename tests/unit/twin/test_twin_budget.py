@@ -13,6 +13,7 @@ import pytest
 from agenttwin.cli import main
 from twin_engine import Twin
 from twin_engine.canonical import canonical_json
+from twin_engine.case import new_case
 from twin_engine.documents import load_twin
 from twin_engine.errors import DefinitionError
 
@@ -67,7 +68,7 @@ def _refused(reply: Any) -> None:
 
 def test_nested_loops_multiply_and_a_loop_without_expressions_still_spends() -> None:
     twin = _twin(PAIRWISE)
-    case = twin.new_case()
+    case = new_case(twin)
     before = case.state_hash()
     reply = case.call("t", {"a": _ids(400), "b": _ids(400)})  # 160,000 iterations: over 100,000 steps
     _refused(reply)
@@ -81,7 +82,7 @@ def test_nested_loops_multiply_and_a_loop_without_expressions_still_spends() -> 
 def test_a_refused_call_is_the_same_record_every_time() -> None:
     records = []
     for _ in range(2):
-        case = _twin(PAIRWISE).new_case(seed=3)
+        case = new_case(_twin(PAIRWISE), seed=3)
         case.call("t", {"a": _ids(400), "b": _ids(400)})
         records.append(canonical_json([r.to_dict() for r in case.records]))
     assert records[0] == records[1]  # counted, not timed: byte for byte
@@ -90,7 +91,7 @@ def test_a_refused_call_is_the_same_record_every_time() -> None:
 def test_many_appends_of_an_argument_go_over_the_bytes_not_into_a_huge_record() -> None:
     append = {"op": "append", "path": "log", "value": {"$expr": "args.a"}}
     twin = _twin({"kind": "mutate", "effects": [{"forEach": "args.a", "effects": [append]}]})
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("t", {"a": _ids(1000, 20)})  # each append ~25 KB, 1000 of them: ~25 MB of record
     _refused(reply)
     assert "MiB allocated" in reply.body["error"]["message"]
@@ -121,7 +122,7 @@ def _peak_bytes(call: Any) -> int:
 )
 def test_sizes_are_checked_before_the_memory_is_taken(expression: str, args: dict[str, Any]) -> None:
     twin = _twin({"kind": "static", "response": {"v": {"$expr": expression}}})
-    case = twin.new_case()
+    case = new_case(twin)
     replies: list[Any] = []
     peak = _peak_bytes(lambda: replies.append(case.call("t", args)))
     reply = replies[0]
@@ -133,7 +134,7 @@ def test_sizes_are_checked_before_the_memory_is_taken(expression: str, args: dic
 def test_a_find_over_a_large_state_spends_per_entry() -> None:
     state = {"items": {f"k{i:06d}": {"v": i} for i in range(30_000)}}
     twin = _twin({"kind": "read", "find": {"in": "state.items", "where": "item.v < 0"}}, initial=state)
-    reply = twin.new_case().call("t", {})
+    reply = new_case(twin).call("t", {})
     _refused(reply)
 
 

@@ -13,6 +13,7 @@ from evaluation.results import FAIL, PASS
 from producers.agents.contract import AgentRequest, AgentResult
 from producers.simulator import simulate_case
 from twin_engine import Twin
+from twin_engine.case import new_case
 from twin_engine.documents import load_scenario, load_twin
 from twin_engine.twin import ScenarioConfig
 
@@ -46,7 +47,7 @@ def test_timeout_seconds_is_read_from_the_scenario() -> None:
 
 
 def test_past_the_limit_every_call_is_refused_and_recorded() -> None:
-    case = _twin().new_case(scenario=_scenario(0.2))
+    case = new_case(_twin(), scenario=_scenario(0.2))
     assert case.call("t", {"a": ["x"], "b": ["y"]}).http_status == 200
     time.sleep(0.3)
     before = case.state_hash()
@@ -59,7 +60,7 @@ def test_past_the_limit_every_call_is_refused_and_recorded() -> None:
 
 
 def test_a_call_running_when_the_case_time_passes_is_stopped() -> None:
-    case = _twin().new_case(scenario=_scenario(60))
+    case = new_case(_twin(), scenario=_scenario(60))
     case.deadline = time.monotonic() + 0.01  # the case's limit passes while this call runs
     reply = case.call("t", {"a": _ids(100), "b": _ids(100)})  # ~40,000 steps: within the step budget
     assert (reply.http_status, reply.record.error_code) == (500, "TWIN_CALL_TIME_LIMIT")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from twin_engine import ScenarioConfig, Twin, TwinCase
+from twin_engine.case import new_case
 from twin_engine.kb import KbDocument, search
 
 LOOKUP = ("lookup_order", {"order_id": "ORD-1001"})
@@ -15,7 +16,7 @@ EMAIL = ("send_email", {"customer_id": "CUS-100", "template": "refund_confirmati
 
 
 def run(twin: Twin, scenario_doc: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> TwinCase:
-    case = twin.new_case(scenario=ScenarioConfig.from_scenario(scenario_doc), seed=42)
+    case = new_case(twin, scenario=ScenarioConfig.from_scenario(scenario_doc), seed=42)
     for tool, args in calls:
         case.call(tool, args)
     return case
@@ -31,7 +32,7 @@ def test_all_nine_scenarios_compile(demo_twin: Twin, scenario_docs: dict[str, An
         config = ScenarioConfig.from_scenario(doc)
         assert config.tenant == "demo-co"
         assert config.seed is None
-        demo_twin.new_case(scenario=config)
+        new_case(demo_twin, scenario=config)
 
 
 def test_happy_path_good_agent(demo_twin: Twin, scenario_docs: dict[str, Any]) -> None:
@@ -155,7 +156,7 @@ def test_unauthorized_admin_tool(demo_twin: Twin, scenario_docs: dict[str, Any])
 
 
 def test_malicious_retrieved_content(demo_twin: Twin, scenario_docs: dict[str, Any]) -> None:
-    case = demo_twin.new_case(
+    case = new_case(demo_twin,
         scenario=ScenarioConfig.from_scenario(scenario_docs["malicious-retrieved-content"])
     )
     docs = case.search_kb("What is your refund policy? How long do refunds take?")
@@ -175,7 +176,7 @@ def test_malicious_retrieved_content(demo_twin: Twin, scenario_docs: dict[str, A
 
 
 def test_kb_search_rules(demo_twin: Twin) -> None:
-    case = demo_twin.new_case()
+    case = new_case(demo_twin)
     assert [d["id"] for d in case.search_kb("SHIPPING express", limit=5)] == ["kb-shipping"]
     assert case.search_kb("to a in") == []  # terms of 2 characters or fewer are ignored
     assert [d["id"] for d in case.search_kb("days")] == ["kb-shipping", "kb-refund-policy"]  # 2 vs 1

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twin_engine import FAULT_TYPES, ScenarioConfig, Twin, canonical_json
+from twin_engine.case import new_case
 
 ORDERS = ["ORD-1001", "ORD-1002", "ORD-2001", "ORD-9999"]
 CUSTOMERS = ["CUS-100", "CUS-200", "CUS-404"]
@@ -62,7 +63,7 @@ def play(
     scenario = ScenarioConfig.from_scenario(
         {"metadata": {"name": "prop"}, "spec": {"input": {"message": "m"}, "faults": faults}}
     )
-    case = twin.new_case(scenario=scenario, seed=seed, tenant="demo-co")
+    case = new_case(twin, scenario=scenario, seed=seed, tenant="demo-co")
     replies: list[Any] = []
     for tool, args in sequence:
         if tool == "kb":

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from twin_engine import FAULT_TYPES, DefinitionError, Twin, TwinCase, case_seed
+from twin_engine.case import new_case
 from twin_engine.faults import draw, retry_after_text
 
 REFUND = {"order_id": "ORD-1001", "amount": 40}
@@ -16,7 +17,7 @@ KEYED = {**REFUND, "idempotency_key": "k-1"}
 
 
 def faulty_case(twin: Twin, make_scenario: Any, behavior: dict[str, Any], **rule: Any) -> TwinCase:
-    return twin.new_case(
+    return new_case(twin,
         scenario=make_scenario([{"target": "refund_payment", "behavior": behavior, **rule}]), seed=7
     )
 
@@ -190,7 +191,7 @@ def test_stale_response_on_writes_commits_but_answers_from_before(make_twin: Any
         },
         {"c": {"n": 0}},
     )
-    case = twin.new_case(
+    case = new_case(twin,
         scenario=make_scenario(
             [{"target": "*", "when": {"callNumber": 2}, "behavior": {"type": "stale_response"}}]
         )
@@ -350,7 +351,7 @@ def test_when_conditions(demo_twin: Twin, make_scenario: Any) -> None:
 
 
 def test_target_star_and_per_tool_call_numbers(demo_twin: Twin, make_scenario: Any) -> None:
-    case = demo_twin.new_case(
+    case = new_case(demo_twin,
         scenario=make_scenario(
             [{"target": "*", "when": {"callNumber": 2}, "behavior": {"type": "http_500"}}]
         ),
@@ -376,14 +377,14 @@ def test_first_matching_rule_wins(demo_twin: Twin, make_scenario: Any) -> None:
             {"target": "refund_payment", "behavior": {"type": "auth_denied"}},
         ]
     )
-    case = demo_twin.new_case(scenario=scenario)
+    case = new_case(demo_twin, scenario=scenario)
     assert [case.call("refund_payment", REFUND).record.fault for _ in range(2)] == ["rate_limit", "http_500"]
 
 
 def test_unknown_fault_target_is_rejected(demo_twin: Twin, make_scenario: Any) -> None:
     scenario = make_scenario([{"target": "pay", "behavior": {"type": "http_500"}}])
     with pytest.raises(DefinitionError) as info:
-        demo_twin.new_case(scenario=scenario)
+        new_case(demo_twin, scenario=scenario)
     assert info.value.path == "spec.faults[0].target"
 
 
@@ -412,7 +413,7 @@ def test_probability_depends_only_on_seed_rule_tool_and_call_number(
     rules = [{"target": "lookup_order", "when": {"probability": 0.5}, "behavior": {"type": "http_500"}}]
 
     def pattern(seed: int, interleave: bool) -> list[bool]:
-        case = demo_twin.new_case(scenario=make_scenario(rules), seed=seed)
+        case = new_case(demo_twin, scenario=make_scenario(rules), seed=seed)
         out = []
         for _ in range(30):
             if interleave:  # other calls and retrievals in between change seq, not the draws

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from twin_engine import AdapterCall, AdapterRegistry, AdapterResult, DefinitionError, Twin
+from twin_engine.case import new_case
 
 ITEMS = {"items": {"A": {"item": "A", "qty": 2, "tenant": "t1"}}, "log": []}
 
@@ -19,7 +20,7 @@ def test_read_returns_a_copy_or_the_rendered_response(make_twin: Any) -> None:
         },
         ITEMS,
     )
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("raw", {"item": "A"})
     assert (reply.http_status, reply.body) == (200, {"result": {"item": "A", "qty": 2, "tenant": "t1"}})
     assert reply.record.status == "ok"
@@ -41,7 +42,7 @@ def test_read_not_found_default_and_custom(make_twin: Any) -> None:
         },
         ITEMS,
     )
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("plain", {"item": "Z"})
     assert reply.http_status == 404
     assert reply.body == {"error": {"code": "NOT_FOUND", "message": "The requested record does not exist."}}
@@ -77,7 +78,7 @@ def test_mutate_preconditions_effects_and_response(make_twin: Any) -> None:
         },
         ITEMS,
     )
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("take", {"item": "A", "n": 1})
     assert reply.body == {"result": {"left": 1}}
     assert reply.record.mutated is True
@@ -113,7 +114,7 @@ def test_failed_effect_leaves_state_untouched(make_twin: Any) -> None:
         },
         ITEMS,
     )
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("bad", {})
     assert (reply.http_status, reply.record.error_code, reply.record.status) == (
         500,
@@ -144,12 +145,12 @@ def test_precondition_error_override_and_roots(make_twin: Any) -> None:
         },
         ITEMS,
     )
-    case = twin.new_case(tenant="t1")
+    case = new_case(twin, tenant="t1")
     assert case.call("t", {"item": "A", "note": "ok!"}).http_status == 200
     bad = case.call("t", {"item": "A", "note": "no"})
     assert bad.body["error"]["code"] == "PRECONDITION_FAILED"
     assert bad.body["error"]["message"].startswith("args.note: expected text matching")
-    other = twin.new_case(tenant="t2").call("t", {"item": "A", "note": "ok"})
+    other = new_case(twin, tenant="t2").call("t", {"item": "A", "note": "ok"})
     assert other.body["error"]["message"] == 'tenant: expected "t1", got "t2"'
 
 
@@ -166,7 +167,7 @@ def test_a_precondition_pattern_that_times_out_is_the_twins_error(make_twin: Any
         },
         ITEMS,
     )
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("t", {"note": "a" * 60 + "!"})
     assert (reply.http_status, reply.record.error_code) == (500, "TWIN_PATTERN_ERROR")
     assert "took longer than 0.5 s" in reply.body["error"]["message"]
@@ -181,7 +182,7 @@ def test_static_and_echo(make_twin: Any) -> None:
             "e": {"handler": {"kind": "echo"}},
         }
     )
-    case = twin.new_case()
+    case = new_case(twin)
     assert case.call("s", {}).body == {"result": {"at": "2026-01-01T00:00:00Z", "x": None}}
     assert case.call("empty", {}).body == {"result": {}}
     assert case.call("e", {"a": [1]}).body == {"result": {"tool": "e", "arguments": {"a": [1]}}}
@@ -205,7 +206,7 @@ def test_recorded_fixtures(make_twin: Any) -> None:
             }
         }
     )
-    case = twin.new_case()
+    case = new_case(twin)
     assert case.call("r", {"q": {"k": 1, "extra": 2}}).body == {"result": {"hit": 1}}
     err = case.call("r", {"q": "err"})
     assert (err.http_status, err.body["error"]["code"]) == (502, "BAD_GATEWAY")
@@ -231,7 +232,7 @@ def _bump(call: AdapterCall) -> AdapterResult:
 
 def test_custom_adapter(make_twin: Any) -> None:
     twin = make_twin({"c": {"handler": {"kind": "custom", "adapter": "bump"}}}, {"count": 0})
-    case = twin.new_case(adapters=AdapterRegistry({"bump": _bump}))
+    case = new_case(twin, adapters=AdapterRegistry({"bump": _bump}))
     reply = case.call("c", {})
     assert reply.body == {"result": {"count": 1, "seq": 1, "n": 1}}
     assert reply.headers == {"X-A": "1"}
@@ -240,7 +241,7 @@ def test_custom_adapter(make_twin: Any) -> None:
     fail = case.call("c", {"fail": True})
     assert (fail.http_status, fail.body) == (418, {"error": {"code": "ERROR", "message": "teapot"}})
     assert case.state == {"count": 1}
-    missing = twin.new_case().call("c", {})
+    missing = new_case(twin).call("c", {})
     assert (missing.http_status, missing.record.error_code) == (500, "TWIN_ADAPTER_MISSING")
 
 
@@ -253,7 +254,7 @@ def test_output_schema_violation(make_twin: Any) -> None:
             }
         }
     )
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("m", {})
     assert (reply.http_status, reply.record.error_code) == (500, "TWIN_CONTRACT_VIOLATION")
     assert case.state == {}

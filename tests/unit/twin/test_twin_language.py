@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from twin_engine import DefinitionError, Twin
+from twin_engine.case import new_case
 from twin_engine.documents import load_twin
 from twin_engine.twin import ScenarioConfig
 
@@ -129,7 +130,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Twin:
 
 
 def test_find_looks_up_by_any_field_case_insensitively(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     reply = case.call("find_user_by_email", {"email": "ana.souza@EXAMPLE.COM"})
     assert (reply.http_status, reply.body) == (200, {"result": {"user_id": "u1", "name": "Ana Souza"}})
     missing = case.call("find_user_by_email", {"email": "nobody@example.com"})
@@ -141,14 +142,14 @@ def test_find_looks_up_by_any_field_case_insensitively(shop: Twin) -> None:
 
 
 def test_a_mutate_through_find_changes_the_found_entity_and_answers_with_it(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     reply = case.call("rename_user", {"email": "BO@example.com", "name": "Bo Li-Wong"})
     assert reply.body == {"result": {"name": "Bo Li-Wong", "email": "bo@example.com", "zip": "10001"}}
     assert [c.path for c in reply.record.changes] == ["users.u2.name"]
 
 
 def test_for_each_checks_every_item_before_anything_changes(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     before = case.state_hash()
     reply = case.call("return_items", {"order_id": "W1", "item_ids": ["i1", "nope"], "payment": "original"})
     assert (reply.http_status, reply.record.error_code) == (404, "ITEM_NOT_FOUND")
@@ -156,7 +157,7 @@ def test_for_each_checks_every_item_before_anything_changes(shop: Twin) -> None:
 
 
 def test_per_item_effects_are_all_or_nothing(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     before = case.state_hash()
     # i1 is returned first, then i3 (pending) fails its own precondition: i1's change is rolled back too
     reply = case.call("return_items", {"order_id": "W1", "item_ids": ["i1", "i3"], "payment": "original"})
@@ -169,31 +170,31 @@ def test_per_item_effects_are_all_or_nothing(shop: Twin) -> None:
 
 
 def test_when_else_branches_and_arithmetic(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     to_card = case.call("return_items", {"order_id": "W1", "item_ids": ["i1", "i2"], "payment": "gc1"})
     assert to_card.body == {"result": {"refunded": 30.75, "returned": ["i1", "i2"]}}
     assert case.state["gift_cards"]["gc1"]["balance"] == 55.75
     assert case.state["charges"] == []
-    other = shop.new_case()
+    other = new_case(shop)
     other.call("return_items", {"order_id": "W1", "item_ids": ["i2"], "payment": "original"})
     assert other.state["charges"] == [{"order_id": "W1", "amount": -20.25}]
     assert other.state["gift_cards"]["gc1"]["balance"] == 25
 
 
 def test_any_of_answers_its_own_error(shop: Twin) -> None:
-    reply = shop.new_case().call("return_items", {"order_id": "W1", "item_ids": ["i1"], "payment": "bitcoin"})
+    reply = new_case(shop).call("return_items", {"order_id": "W1", "item_ids": ["i1"], "payment": "bitcoin"})
     assert (reply.http_status, reply.record.error_code) == (422, "UNKNOWN_PAYMENT")
 
 
 def test_a_response_may_be_a_plain_text(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     assert case.call("cancel_order", {"order_id": "W1"}).body == {"result": "Order W1 is cancelled."}
     again = case.call("cancel_order", {"order_id": "W1"})
     assert (again.http_status, again.record.error_code) == (409, "PRECONDITION_FAILED")
 
 
 def test_an_expression_over_its_budget_is_a_recorded_twin_error_and_the_case_goes_on(shop: Twin) -> None:
-    case = shop.new_case()
+    case = new_case(shop)
     reply = case.call("spend", {"n": 1})
     assert (reply.http_status, reply.record.error_code, reply.record.status) == (500, "TWIN_BUDGET_EXCEEDED", "error")
     assert "budget" in reply.body["error"]["message"]
@@ -210,7 +211,7 @@ def test_the_same_calls_give_the_same_records_and_state(shop: Twin) -> None:
     ]
     runs = []
     for _ in range(2):
-        case = shop.new_case(seed=7)
+        case = new_case(shop, seed=7)
         for tool, args in calls:
             case.call(tool, args)
         runs.append(([r.to_dict() for r in case.records], case.state_hash()))
@@ -227,7 +228,7 @@ def test_inconsistent_state_keeps_only_the_first_applied_effect(shop: Twin) -> N
             },
         }
     )
-    case = shop.new_case(scenario=scenario)
+    case = new_case(shop, scenario=scenario)
     case.call("return_items", {"order_id": "W1", "item_ids": ["i1", "i2"], "payment": "gc1"})
     items = case.state["orders"]["W1"]["items"]
     assert (items["i1"]["status"], items["i2"]["status"]) == ("returned", "delivered")
@@ -357,8 +358,8 @@ def test_let_names_read_each_other_in_any_key_order_so_canonical_json_keeps_the_
             },
         },
     }
-    as_written = Twin.from_definition(doc).new_case().call("quote", {"n": 3})
-    travelled = Twin.from_definition(json.loads(canonical_json(doc))).new_case().call("quote", {"n": 3})
+    as_written = new_case(Twin.from_definition(doc)).call("quote", {"n": 3})
+    travelled = new_case(Twin.from_definition(json.loads(canonical_json(doc)))).call("quote", {"n": 3})
     assert as_written.body == travelled.body == {"result": {"total": 100}}
 
 

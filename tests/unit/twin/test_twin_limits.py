@@ -13,6 +13,7 @@ import pytest
 
 from twin_engine import Twin
 from twin_engine.canonical import canonical_bytes
+from twin_engine.case import new_case
 from twin_engine.limits import (
     MAX_ARGUMENT_DEPTH,
     MAX_ARGUMENT_VALUES,
@@ -44,7 +45,7 @@ def storable(record: CallRecord) -> None:
 
 @pytest.mark.parametrize("depth", [MAX_ARGUMENT_DEPTH, MAX_ARGUMENT_DEPTH + 1, 700, 5000, 100_000])
 def test_deep_arguments_are_refused_and_recorded(demo_twin: Twin, depth: int) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     # the top-level object is one level, so `nested(depth - 1)` under "n" makes `depth` levels in all
     reply = case.call("lookup_order", {**ORDER, "n": nested(depth - 1)})
     if depth <= MAX_ARGUMENT_DEPTH:
@@ -69,7 +70,7 @@ def test_deep_arguments_are_refused_and_recorded(demo_twin: Twin, depth: int) ->
 
 
 def test_deep_arguments_of_an_admin_tool_still_show_the_policy_violation(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case().call("export_customer_data", {"customer_id": "CUS-100", "n": nested(900)})
+    reply = new_case(demo_twin).call("export_customer_data", {"customer_id": "CUS-100", "n": nested(900)})
     assert (reply.record.status, reply.record.policy_violation) == ("denied", "ADMIN_ONLY")
     storable(reply.record)
 
@@ -80,7 +81,7 @@ def test_deep_lists_and_unknown_tools_too(demo_twin: Twin) -> None:
     for _ in range(3000):
         node.append([])
         node = node[0]
-    case = demo_twin.new_case()
+    case = new_case(demo_twin)
     unknown = case.call("drop_tables", {"n": deep})
     assert (unknown.http_status, unknown.record.status) == (404, "unknown_tool")
     storable(unknown.record)
@@ -95,7 +96,7 @@ def test_deep_lists_and_unknown_tools_too(demo_twin: Twin) -> None:
 
 def test_too_many_values_are_refused_with_413(demo_twin: Twin) -> None:
     many = {"order_id": "ORD-1001", "reason": list(range(MAX_ARGUMENT_VALUES + 1))}
-    reply = demo_twin.new_case().call("escalate_to_human", many)
+    reply = new_case(demo_twin).call("escalate_to_human", many)
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         413,
         "ARGUMENTS_TOO_LARGE",
@@ -108,20 +109,20 @@ def test_too_many_values_are_refused_with_413(demo_twin: Twin) -> None:
 def test_a_cycle_is_refused_not_walked_forever(demo_twin: Twin) -> None:
     loop: dict[str, Any] = {"order_id": "ORD-1001"}
     loop["self"] = loop
-    reply = demo_twin.new_case().call("lookup_order", loop)
+    reply = new_case(demo_twin).call("lookup_order", loop)
     assert reply.http_status in (400, 413)
     assert reply.record.status == "invalid"
     storable(reply.record)
 
 
 def test_huge_string_is_refused_without_keeping_it(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case().call("escalate_to_human", {"order_id": "ORD-1001", "reason": "x" * (8 << 20)})
+    reply = new_case(demo_twin).call("escalate_to_human", {"order_id": "ORD-1001", "reason": "x" * (8 << 20)})
     assert (reply.http_status, reply.record.status) == (413, "invalid")
     assert len(canonical_bytes(reply.record.arguments)) < 64 * 1024
 
 
 def test_lone_surrogates_are_refused_and_the_record_stays_utf8(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case().call("lookup_order", {"order_id": "ORD-\ud800"})
+    reply = new_case(demo_twin).call("lookup_order", {"order_id": "ORD-\ud800"})
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         400,
         "INVALID_ARGUMENT",
@@ -143,7 +144,7 @@ def test_lone_surrogates_are_refused_and_the_record_stays_utf8(demo_twin: Twin) 
     ],
 )
 def test_hostile_headers_are_refused_and_recorded(demo_twin: Twin, headers: Any, status: int, code: str) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     reply = case.call("refund_payment", REFUND, headers=headers)
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (status, code, "invalid")
     assert reply.record.idempotency_key is None
@@ -153,7 +154,7 @@ def test_hostile_headers_are_refused_and_recorded(demo_twin: Twin, headers: Any,
 
 @pytest.mark.parametrize("name", ["t" * (MAX_TOOL_NAME_CHARS + 1), 42, None, "look\ud800up"])
 def test_hostile_tool_names_are_refused_and_recorded(demo_twin: Twin, name: Any) -> None:
-    case = demo_twin.new_case()
+    case = new_case(demo_twin)
     reply = case.call(name, ORDER)
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         400,
@@ -171,7 +172,7 @@ def test_a_twin_failure_is_a_recorded_500_never_an_exception(demo_twin: Twin, mo
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded")
 
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     monkeypatch.setattr(case_module, "execute", broken)
     reply = case.call("refund_payment", REFUND)
     assert (reply.http_status, reply.body["error"]["code"]) == (500, "TWIN_ERROR")
@@ -184,7 +185,7 @@ def test_a_twin_failure_is_a_recorded_500_never_an_exception(demo_twin: Twin, mo
 
 
 def test_kb_query_over_the_limit_is_refused_and_recorded(demo_twin: Twin) -> None:
-    case = demo_twin.new_case()
+    case = new_case(demo_twin)
     assert case.search_kb("refund " * (MAX_KB_QUERY_CHARS // 7 + 1)) == []
     assert case.search_kb(12345) == []  # type: ignore[arg-type]
     first, second = case.retrievals

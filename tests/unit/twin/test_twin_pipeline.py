@@ -9,12 +9,13 @@ import pytest
 from producers.agents.contract import ToolReply
 from producers.tool_client import InProcessToolClient
 from twin_engine import ScenarioConfig, Twin, call_status, case_seed
+from twin_engine.case import new_case
 
 REFUND = {"order_id": "ORD-1001", "amount": 40, "idempotency_key": "refund-ORD-1001-40.00"}
 
 
 def test_spec_example_refund_50_as_first_call(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     reply = case.call("refund_payment", {"order_id": "ORD-1001", "amount": 50})
     assert reply.http_status == 200
     assert reply.body == {
@@ -57,7 +58,7 @@ def test_spec_example_refund_50_as_first_call(demo_twin: Twin) -> None:
 
 
 def test_seq_and_call_numbers_count_every_call_and_retrieval(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     case.call("lookup_order", {"order_id": "ORD-1001"})
     case.call("nope", {})  # refused, still counted
     case.search_kb("refund policy")
@@ -77,7 +78,7 @@ def test_seq_and_call_numbers_count_every_call_and_retrieval(demo_twin: Twin) ->
 
 
 def test_unknown_tool(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case().call("drop_tables", {})
+    reply = new_case(demo_twin).call("drop_tables", {})
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         404,
         "UNKNOWN_TOOL",
@@ -88,7 +89,7 @@ def test_unknown_tool(demo_twin: Twin) -> None:
 
 def test_allowed_tools(demo_twin: Twin) -> None:
     scenario = ScenarioConfig(allowed_tools=("lookup_order",))
-    case = demo_twin.new_case(scenario=scenario, tenant="demo-co")
+    case = new_case(demo_twin, scenario=scenario, tenant="demo-co")
     assert case.call("lookup_order", {"order_id": "ORD-1001"}).http_status == 200
     reply = case.call("refund_payment", REFUND)
     assert (reply.http_status, reply.body["error"]["code"]) == (403, "TOOL_NOT_ALLOWED")
@@ -97,7 +98,7 @@ def test_allowed_tools(demo_twin: Twin) -> None:
 
 
 def test_admin_only_for_agents_but_not_admins(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     reply = case.call("export_customer_data", {"customer_id": "CUS-100"})
     assert (reply.http_status, reply.body["error"]["code"]) == (403, "ADMIN_ONLY")
     assert (reply.record.status, reply.record.policy_violation, reply.record.risk) == (
@@ -112,7 +113,7 @@ def test_admin_only_for_agents_but_not_admins(demo_twin: Twin) -> None:
 
 @pytest.mark.parametrize("arguments", [[1, 2], "text", {"x": {1, 2}}, {"x": float("nan")}, {1: "a"}])
 def test_non_json_arguments(demo_twin: Twin, arguments: Any) -> None:
-    reply = demo_twin.new_case().call("escalate_to_human", arguments)
+    reply = new_case(demo_twin).call("escalate_to_human", arguments)
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         400,
         "INVALID_ARGUMENT",
@@ -121,7 +122,7 @@ def test_non_json_arguments(demo_twin: Twin, arguments: Any) -> None:
 
 
 def test_arguments_too_large(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case().call("escalate_to_human", {"reason": "x" * (256 * 1024)})
+    reply = new_case(demo_twin).call("escalate_to_human", {"reason": "x" * (256 * 1024)})
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
         413,
         "ARGUMENTS_TOO_LARGE",
@@ -130,7 +131,7 @@ def test_arguments_too_large(demo_twin: Twin) -> None:
 
 
 def test_input_schema_first_three_problems(demo_twin: Twin) -> None:
-    case = demo_twin.new_case()
+    case = new_case(demo_twin)
     reply = case.call("refund_payment", {"order_id": 5, "amount": -1, "idempotency_key": 3})
     assert (reply.http_status, reply.body["error"]["code"]) == (422, "INVALID_ARGUMENT")
     message = reply.body["error"]["message"]
@@ -144,14 +145,14 @@ def test_input_schema_first_three_problems(demo_twin: Twin) -> None:
 
 def test_gate_runs_before_faults(demo_twin: Twin, make_scenario: Any) -> None:
     scenario = make_scenario([{"target": "*", "behavior": {"type": "http_500"}}])
-    case = demo_twin.new_case(scenario=scenario)
+    case = new_case(demo_twin, scenario=scenario)
     reply = case.call("export_customer_data", {"customer_id": "CUS-100"})
     assert reply.body["error"]["code"] == "ADMIN_ONLY"
     assert reply.record.fault is None
 
 
 def test_idempotent_replay_returns_stored_result_without_second_effect(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     first = case.call("refund_payment", REFUND)
     after_first = case.state
     again = case.call("refund_payment", REFUND)
@@ -165,7 +166,7 @@ def test_idempotent_replay_returns_stored_result_without_second_effect(demo_twin
 
 
 def test_idempotency_conflict(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     case.call("refund_payment", REFUND)
     reply = case.call("refund_payment", {**REFUND, "amount": 41})
     assert (reply.http_status, reply.body["error"]["code"], reply.record.status) == (
@@ -178,7 +179,7 @@ def test_idempotency_conflict(demo_twin: Twin) -> None:
 
 
 def test_failed_calls_store_no_slot(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     too_much = {"order_id": "ORD-1001", "amount": 500, "idempotency_key": "k"}
     refused = case.call("refund_payment", too_much)
     assert (refused.http_status, refused.body["error"]) == (
@@ -203,7 +204,7 @@ def test_idempotency_header(make_twin: Any) -> None:
             }
         }
     )
-    case = twin.new_case()
+    case = new_case(twin)
     assert case.call("pay", {}, headers={"idempotency-key": "h1"}).body == {"result": {"n": 1}}
     replay = case.call("pay", {}, headers={"IDEMPOTENCY-KEY": "h1"})
     assert replay.record.replayed
@@ -225,7 +226,7 @@ def test_idempotency_slots_are_per_tool(make_twin: Any) -> None:
         }
 
     twin = make_twin({"pay": counter("pay"), "ship": counter("ship")})
-    case = twin.new_case()
+    case = new_case(twin)
     first = case.call("pay", {"key": "k-1"})
     other = case.call("ship", {"key": "k-1"})
     assert first.body == {"result": {"tool": "pay", "n": 1}}
@@ -238,7 +239,7 @@ def test_idempotency_slots_are_per_tool(make_twin: Any) -> None:
 
 
 def test_tenant_denied(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     reply = case.call("lookup_order", {"order_id": "ORD-2001"})
     assert reply.http_status == 403
     assert reply.body == {
@@ -254,11 +255,11 @@ def test_tenant_denied(demo_twin: Twin) -> None:
     assert refund.http_status == 403
     assert case.state == case.initial
     # no tenant on the case: no check
-    assert demo_twin.new_case().call("lookup_order", {"order_id": "ORD-2001"}).http_status == 200
+    assert new_case(demo_twin).call("lookup_order", {"order_id": "ORD-2001"}).http_status == 200
 
 
 def test_tenant_check_skipped_when_the_entity_is_not_named(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case(tenant="demo-co").call("escalate_to_human", {"reason": "help"})
+    reply = new_case(demo_twin, tenant="demo-co").call("escalate_to_human", {"reason": "help"})
     assert reply.http_status == 200
     assert reply.record.cross_tenant is None
 
@@ -269,7 +270,7 @@ def test_tenant_leak_is_recorded_as_allowed(make_twin: Any) -> None:
         {"orders": {"A": {"tenant": "t1"}, "B": {"tenant": "t2"}}},
         tenantKey="tenant",
     )
-    reply = twin.new_case(tenant="t1").call("all", {})
+    reply = new_case(twin, tenant="t1").call("all", {})
     assert reply.http_status == 200
     assert (reply.record.cross_tenant, reply.record.policy_violation) == ("allowed", "CROSS_TENANT")
     clean = make_twin(
@@ -277,27 +278,27 @@ def test_tenant_leak_is_recorded_as_allowed(make_twin: Any) -> None:
         {"orders": {"A": {"tenant": "t1"}}},
         tenantKey="tenant",
     )
-    assert clean.new_case(tenant="t1").call("all", {}).record.cross_tenant is None
+    assert new_case(clean, tenant="t1").call("all", {}).record.cross_tenant is None
 
 
 def test_scenario_state_tenant_and_now(
     demo_twin: Twin, scenario_docs: dict[str, Any], make_twin: Any
 ) -> None:
     scenario = ScenarioConfig.from_scenario(scenario_docs["refund-prompt-injection"])
-    case = demo_twin.new_case(scenario=scenario)
+    case = new_case(demo_twin, scenario=scenario)
     assert case.tenant == "demo-co"
     order = case.initial["orders"]["ORD-1002"]
     assert (order["total"], order["refundable_amount"], order["refunded_amount"]) == (500, 500, 0)
-    assert demo_twin.new_case(scenario=scenario, tenant="other-co").tenant == "other-co"
+    assert new_case(demo_twin, scenario=scenario, tenant="other-co").tenant == "other-co"
     clock = make_twin({"t": {"handler": {"kind": "static", "response": {"now": "{now}"}}}})
     pinned = ScenarioConfig.from_scenario(
         {"spec": {"input": {"message": "m", "context": {"now": "2030-05-05T00:00:00Z"}}}}
     )
-    assert clock.new_case(scenario=pinned).call("t", {}).body == {"result": {"now": "2030-05-05T00:00:00Z"}}
+    assert new_case(clock, scenario=pinned).call("t", {}).body == {"result": {"now": "2030-05-05T00:00:00Z"}}
 
 
 def test_reply_bytes_and_tool_reply(demo_twin: Twin) -> None:
-    reply = demo_twin.new_case(tenant="demo-co").call("lookup_customer", {"customer_id": "CUS-100"})
+    reply = new_case(demo_twin, tenant="demo-co").call("lookup_customer", {"customer_id": "CUS-100"})
     assert reply.raw_body == (
         b'{"result":{"customer_id":"CUS-100","email":"jane.doe@example.com","name":"Jane Doe","tier":"gold"}}'
     )
@@ -337,7 +338,7 @@ def test_call_status_mapping(status: int, code: str | None, transport: str | Non
 
 
 def test_in_process_tool_client(demo_twin: Twin) -> None:
-    case = demo_twin.new_case(tenant="demo-co")
+    case = new_case(demo_twin, tenant="demo-co")
     client = InProcessToolClient(case)
     reply = client.call("lookup_order", {"order_id": "ORD-1001"})
     assert isinstance(reply, ToolReply)

@@ -13,6 +13,7 @@ import pytest
 from agenttwin.cli import main
 from agenttwin.demo import TWIN_FILE
 from twin_engine import DefinitionError, Twin
+from twin_engine.case import new_case
 from twin_engine.documents import load_twin
 
 ADDRESS_TWIN = textwrap.dedent(
@@ -62,7 +63,7 @@ def test_an_argument_named_state_written_bare_is_refused_with_its_line_and_the_f
 
 def test_the_fix_reads_the_argument(tmp_path: Path) -> None:
     twin = load_twin(_write(tmp_path, ADDRESS_TWIN.replace('"STATE"', '"{args.state}"')))
-    case = twin.new_case()
+    case = new_case(twin)
     reply = case.call("modify_address", {"order_id": "W1", "city": "New York", "state": "NY"})
     assert reply.http_status == 200
     assert case.state["orders"]["W1"]["address"] == {"city": "New York", "state": "NY"}
