@@ -14,11 +14,10 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from producers.http_wire import BackgroundServer, BodyError, JsonHandler
+from producers.http_wire import AppServer, BackgroundServer, BodyError, JsonHandler
 from twin_engine.canonical import canonical_bytes
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ class TwinEndpoint(BackgroundServer):
         self.max_fault_delay_ms = max_fault_delay_ms
         self._cases: dict[str, _OpenCase] = {}  # token SHA-256 -> case
         self._cases_lock = threading.Lock()
-        self._server = _EndpointServer((host, port), self)
+        self._server = AppServer((host, port), self, _EndpointHandler)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -205,16 +204,8 @@ class TwinEndpoint(BackgroundServer):
         return max(0, min(delay_ms, self.max_fault_delay_ms)) / 1000.0
 
 
-class _EndpointServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], endpoint: TwinEndpoint) -> None:
-        self.endpoint = endpoint
-        super().__init__(address, _EndpointHandler)
-
-
 class _EndpointHandler(JsonHandler):
-    server: _EndpointServer
+    server: AppServer[TwinEndpoint]
     max_body_bytes = MAX_BODY_BYTES
 
     def do_POST(self) -> None:
@@ -225,7 +216,7 @@ class _EndpointHandler(JsonHandler):
         tool = unquote(path[len(f"{PREFIX}/tools/") :])
         authorization = self.headers.get("Authorization")
         try:
-            self.server.endpoint._case_for(authorization)  # a stranger's body is not read, nor recorded
+            self.server.app._case_for(authorization)  # a stranger's body is not read, nor recorded
             refused: BodyError | None = None
             try:
                 body = self.read_body()
@@ -233,12 +224,12 @@ class _EndpointHandler(JsonHandler):
                 body, refused = b"", exc
                 self._drain()
             forwarded = {k.lower(): v for k, v in self.headers.items() if k.lower() not in DROPPED_HEADERS}
-            reply = self.server.endpoint.call_tool(authorization, tool, body, forwarded, refused)
+            reply = self.server.app.call_tool(authorization, tool, body, forwarded, refused)
         except _Refused as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return
         # the delay is slept outside the case lock, so other work on the case is not held up
-        time.sleep(self.server.endpoint.fault_sleep_s(reply.delay_ms))
+        time.sleep(self.server.app.fault_sleep_s(reply.delay_ms))
         self._send_reply(reply)
 
     def _drain(self) -> None:
@@ -266,7 +257,7 @@ class _EndpointHandler(JsonHandler):
         raw_limit = (query.get("limit") or ["3"])[0]
         limit: object = int(raw_limit) if raw_limit.strip().lstrip("-").isdigit() and len(raw_limit) < 10 else raw_limit
         try:
-            answer = self.server.endpoint.search_kb(self.headers.get("Authorization"), text, limit)
+            answer = self.server.app.search_kb(self.headers.get("Authorization"), text, limit)
         except _Refused as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return
