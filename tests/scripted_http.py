@@ -83,3 +83,28 @@ class ScriptedServer:
         self.replies.clear()
         self.seen.clear()
         return self
+
+
+def json_post_server(answer: Callable[[dict[str, str], Any], tuple[int, bytes]]) -> tuple[ThreadingHTTPServer, str]:
+    """A started server on 127.0.0.1 answering each POST's JSON body with `answer(headers, body)`:
+    (status, raw reply). Returns the server (shut it down when done) and its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            status, raw = answer(dict(self.headers), body)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+            except OSError:
+                pass  # the client gave up (timeout cases)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
