@@ -95,6 +95,7 @@ def json_post_server(answer: Callable[[dict[str, str], Any], tuple[int, bytes]])
             status, raw = answer(dict(self.headers), body)
             try:
                 self.send_response(status)
+                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
