@@ -9,19 +9,6 @@ import importlib
 from evaluation.versions import DEFAULT_EVALUATOR_SET
 from streams.kafka.naming_defaults import DEFAULT_PREFIX, WIRE_MODES
 
-WORKER_KINDS = (
-    "planner",
-    "simulator",
-    "grader",
-    "comparator",
-    "subject-join",
-    "outcome-join",
-    "version-tally",
-    "version-watch",
-    "sink",
-    "alerts",
-    "all",
-)
 # `all` = every processor and the sink (the alert tail prints; run it on its own).
 ALL_KINDS = (
     "planner",
@@ -34,6 +21,7 @@ ALL_KINDS = (
     "version-watch",
     "sink",
 )
+WORKER_KINDS = (*ALL_KINDS, "alerts", "all")
 
 
 def _worker_command(args: argparse.Namespace) -> int:

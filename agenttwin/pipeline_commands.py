@@ -69,19 +69,19 @@ def evaluate(args: argparse.Namespace) -> int:
     args.candidate = checked_agent_spec(args.candidate, getattr(args, "candidate_name", None), "candidate")
     settings = load_settings()
     bootstrap = _kafka(args, settings)
+    request = evaluation_request(
+        args.baseline,
+        args.candidate,
+        suite=args.suite,
+        twin=args.twin,
+        seed=args.seed,
+        evaluation_id=args.evaluation_id,
+        evaluator_version=version,
+        trials=args.trials,
+    )
     if bootstrap:
         from agenttwin.kafka_cli import evaluate_on_kafka, naming_for
 
-        request = evaluation_request(
-            args.baseline,
-            args.candidate,
-            suite=args.suite,
-            twin=args.twin,
-            seed=args.seed,
-            evaluation_id=args.evaluation_id,
-            evaluator_version=version,
-            trials=args.trials,
-        )
         started = time.perf_counter()
         with _kafka_warehouse(args, settings) as wh:
             report = evaluate_on_kafka(
@@ -100,16 +100,6 @@ def evaluate(args: argparse.Namespace) -> int:
         return _print_evaluation(args, doc, epilogue)
     settings, emb = _open(args)
     with emb:
-        request = evaluation_request(
-            args.baseline,
-            args.candidate,
-            suite=args.suite,
-            twin=args.twin,
-            seed=args.seed,
-            evaluation_id=args.evaluation_id,
-            evaluator_version=version,
-            trials=args.trials,
-        )
         started = time.perf_counter()
         since = {t: emb.runtime.log.end_offset(t) for t in ("evaluations", "verdicts")}
         emb.runtime.publish([request])

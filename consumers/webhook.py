@@ -11,6 +11,7 @@ only after it was delivered or dead-lettered, so a crash re-sends (receivers ded
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,34 +114,39 @@ def _letter(letter: DeadLettered, group: str, delivery: Delivery | None = None) 
     return dataclasses.replace(letter, event_id=event_id, attempt=attempts)
 
 
+def _handle(
+    group: str,
+    decode: Callable[[], Event],
+    letter_of: Callable[[str, BaseException | str], DeadLettered],
+    dead_letters: Callable[[list[Event]], object],
+    sender: WebhookSender,
+    stats: WebhookStats,
+) -> None:
+    """One message, from either log: its alert POSTed with retries, or a dead letter saying why not."""
+    delivery: Delivery | None = None
+    try:
+        event = decode()
+    except DecodeError as exc:
+        letter = letter_of(exc.reason, exc)
+    else:
+        if not isinstance(event, ALERT_TYPES):
+            letter = letter_of("UNEXPECTED_EVENT", event.event_type)
+        else:
+            delivery = sender.deliver(alert_json(event), alert_key(event))
+            stats.attempts += delivery.attempts
+            if delivery.ok:
+                stats.delivered += 1
+                return
+            letter = letter_of(delivery.reason, delivery.detail)
+    stats.dead_lettered += 1
+    dead_letters([_letter(letter, group, delivery)])
+
+
 # --- embedded log -----------------------------------------------------------------------------------------
 
 
-def _handle_embedded(
-    group: str,
-    decode: Callable[[LogRecord], Event],
-    dead_letters: Callable[[list[Event]], object],
-    sender: WebhookSender,
-    record: LogRecord,
-    stats: WebhookStats,
-) -> None:
-    try:
-        event = decode(record)
-    except DecodeError as exc:
-        stats.dead_lettered += 1
-        dead_letters([_letter(dead_letter(STAGE, exc.reason, str(exc), record), group)])
-        return
-    if not isinstance(event, ALERT_TYPES):
-        stats.dead_lettered += 1
-        dead_letters([_letter(dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, record), group)])
-        return
-    delivery = sender.deliver(alert_json(event), alert_key(event))
-    stats.attempts += delivery.attempts
-    if delivery.ok:
-        stats.delivered += 1
-        return
-    stats.dead_lettered += 1
-    dead_letters([_letter(dead_letter(STAGE, delivery.reason, delivery.detail, record), group, delivery)])
+def _embedded_letter(record: LogRecord, reason: str, error: BaseException | str) -> DeadLettered:
+    return dead_letter(STAGE, reason, str(error), record)  # the embedded letter keeps the error's own text
 
 
 def _deliver(
@@ -162,7 +168,14 @@ def _deliver(
             if topic not in log.topics():
                 continue
             for record in log.read(topic, committed(topic)):
-                _handle_embedded(group, decode, dead_letters, sender, record, stats)
+                _handle(
+                    group,
+                    functools.partial(decode, record),
+                    functools.partial(_embedded_letter, record),
+                    dead_letters,
+                    sender,
+                    stats,
+                )
                 commit(topic, record.offset + 1)
         if not follow or stop():
             return stats
@@ -267,25 +280,14 @@ def webhook_kafka(
             idle_since, seen = time.monotonic(), seen + 1
             value = msg.value() or b""
             source = SourceRef(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), value)
-            try:
-                event = codec.decode(msg.value())
-            except DecodeError as exc:
-                stats.dead_lettered += 1
-                dead_letters.publish([_letter(kafka_dead_letter(STAGE, exc.reason, exc, source), group)])
-            else:
-                if not isinstance(event, ALERT_TYPES):
-                    stats.dead_lettered += 1
-                    letter = kafka_dead_letter(STAGE, "UNEXPECTED_EVENT", event.event_type, source)
-                    dead_letters.publish([_letter(letter, group)])
-                else:
-                    delivery = sender.deliver(alert_json(event), alert_key(event))
-                    stats.attempts += delivery.attempts
-                    if delivery.ok:
-                        stats.delivered += 1
-                    else:
-                        stats.dead_lettered += 1
-                        letter = kafka_dead_letter(STAGE, delivery.reason, delivery.detail, source)
-                        dead_letters.publish([_letter(letter, group, delivery)])
+            _handle(
+                group,
+                functools.partial(codec.decode, msg.value()),
+                functools.partial(kafka_dead_letter, STAGE, source=source),
+                dead_letters.publish,
+                sender,
+                stats,
+            )
             consumer.commit(message=msg, asynchronous=False)
     finally:
         consumer.close()

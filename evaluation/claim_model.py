@@ -17,13 +17,13 @@ from collections.abc import Callable
 from typing import Literal
 
 import anthropic as sdk
-from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
+from anthropic.types import ToolParam
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evaluation.claim_reader import CLAIM_STATUSES, ClaimReading, normalize_answer, read_claim
 from evaluation.judges._transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Sleep, with_retries
-from evaluation.judges.anthropic import open_client, provider_errors
+from evaluation.judges.anthropic import forced_tool_call, open_client
 from evaluation.judges.errors import MALFORMED, JudgeError
 
 TOOL_NAME = "record_claim"
@@ -63,11 +63,11 @@ class AnthropicClaimClassifier:
         *,
         model: str,
         api_key: str,
+        client: sdk.Anthropic | None = None,  # tests hand in a client; otherwise one is opened
         base_url: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_retries: int = DEFAULT_MAX_RETRIES,
         sleep: Sleep = time.sleep,
-        client: sdk.Anthropic | None = None,
     ) -> None:
         self.model = model
         self.name = f"model:anthropic/{model}"
@@ -90,18 +90,16 @@ class AnthropicClaimClassifier:
         return ClaimReading(status, self.name, "model")
 
     def _ask(self, text: str) -> str:
-        messages: list[MessageParam] = [{"role": "user", "content": f"The agent's final answer:\n\n{text}"}]
-        choice: ToolChoiceToolParam = {"type": "tool", "name": TOOL_NAME}
-        with provider_errors(self._timeout_s):
-            message = self._client.messages.create(
-                model=self.model,
-                max_tokens=64,
-                temperature=0.0,
-                system=SYSTEM,
-                messages=messages,
-                tools=[_TOOL],
-                tool_choice=choice,
-            )
+        message = forced_tool_call(
+            self._client,
+            _TOOL,
+            model=self.model,
+            system=SYSTEM,
+            text=f"The agent's final answer:\n\n{text}",
+            max_tokens=64,
+            temperature=0.0,
+            timeout_s=self._timeout_s,
+        )
         if not isinstance(message, sdk.types.Message):  # the SDK passes a body that is not JSON through as text
             raise JudgeError(MALFORMED, f"the provider answered with a {type(message).__name__}, not a message")
         for block in message.content:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
+from typing import Any, Generic, Self, TypeVar
+from urllib.parse import urlsplit
 
 from twin_engine.canonical import canonical_bytes
 
 JSON = Any
 JSON_TYPE = "application/json"
+A = TypeVar("A")
 
 
 class BodyError(Exception):
@@ -82,6 +84,16 @@ class BackgroundServer:
         self.stop()
 
 
+class AppServer(ThreadingHTTPServer, Generic[A]):
+    """A threaded server whose handlers reach the object that answers them as `self.server.app`."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], app: A, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.app = app
+        super().__init__(address, handler)
+
+
 class JsonHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as separate writes; do not hold the second
@@ -134,6 +146,14 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def send_json(self, status: int, value: JSON, headers: Mapping[str, str] | None = None) -> None:
         self.send_raw(status, canonical_bytes(value), headers)
+
+    def route(self, *paths: str) -> str | None:
+        """The request's path when it is one of `paths`; otherwise it is answered 404 here and this is None."""
+        path = urlsplit(self.path).path
+        if path in paths:
+            return path
+        self.send_error_json(404, "NOT_FOUND", "No such route.")
+        return None
 
     def send_error_json(self, status: int, code: str, message: str) -> None:
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None

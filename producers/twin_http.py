@@ -15,11 +15,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from producers.http_wire import BackgroundServer, BodyError, JsonHandler
+from producers.http_wire import AppServer, BackgroundServer, BodyError, JsonHandler
 from twin_engine.canonical import canonical_bytes
 
 if TYPE_CHECKING:
@@ -110,7 +109,7 @@ class TwinEndpoint(BackgroundServer):
         self._cases: dict[str, _OpenCase] = {}  # token SHA-256 -> case
         self._cases_lock = threading.Lock()
         self._on_close: list[Callable[[str], None]] = []  # e.g. the MCP face ends the case's sessions
-        self._server = _EndpointServer((host, port), self)
+        self._server = AppServer((host, port), self, _EndpointHandler)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -214,16 +213,8 @@ class TwinEndpoint(BackgroundServer):
         return max(0, min(delay_ms, self.max_fault_delay_ms)) / 1000.0
 
 
-class _EndpointServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], endpoint: TwinEndpoint) -> None:
-        self.endpoint = endpoint
-        super().__init__(address, _EndpointHandler)
-
-
 class _EndpointHandler(JsonHandler):
-    server: _EndpointServer
+    server: AppServer[TwinEndpoint]
     max_body_bytes = MAX_BODY_BYTES
 
     def do_POST(self) -> None:
@@ -234,7 +225,7 @@ class _EndpointHandler(JsonHandler):
         tool = unquote(path[len(f"{PREFIX}/tools/") :])
         authorization = self.headers.get("Authorization")
         try:
-            self.server.endpoint._case_for(authorization)  # a stranger's body is not read, nor recorded
+            self.server.app._case_for(authorization)  # a stranger's body is not read, nor recorded
             refused: BodyError | None = None
             try:
                 body = self.read_body()
@@ -242,12 +233,12 @@ class _EndpointHandler(JsonHandler):
                 body, refused = b"", exc
                 self._drain()
             forwarded = {k.lower(): v for k, v in self.headers.items() if k.lower() not in DROPPED_HEADERS}
-            reply = self.server.endpoint.call_tool(authorization, tool, body, forwarded, refused)
+            reply = self.server.app.call_tool(authorization, tool, body, forwarded, refused)
         except _Refused as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return
         # the delay is slept outside the case lock, so other work on the case is not held up
-        time.sleep(self.server.endpoint.fault_sleep_s(reply.delay_ms))
+        time.sleep(self.server.app.fault_sleep_s(reply.delay_ms))
         self._send_reply(reply)
 
     def _drain(self) -> None:
@@ -275,7 +266,7 @@ class _EndpointHandler(JsonHandler):
         raw_limit = (query.get("limit") or ["3"])[0]
         limit: object = int(raw_limit) if raw_limit.strip().lstrip("-").isdigit() and len(raw_limit) < 10 else raw_limit
         try:
-            answer = self.server.endpoint.search_kb(self.headers.get("Authorization"), text, limit)
+            answer = self.server.app.search_kb(self.headers.get("Authorization"), text, limit)
         except _Refused as exc:
             self.send_error_json(exc.status, exc.code, exc.message)
             return

@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import Any, Generic, TypeVar
-from urllib.parse import urlsplit
 
 from producers.agents.contract import (
     AGENT_STATUSES,
@@ -28,7 +26,7 @@ from producers.agents.conversation import KB_SEARCH_TOOL, reply_status, retry_af
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
 from producers.agents.inferred_claim import CLAIM_INFERRED, infer_claim
 from producers.agents.llm_planner import KB_TOOL, render_reply
-from producers.http_wire import BackgroundServer, BodyError, JsonHandler, read_json_object
+from producers.http_wire import AppServer, BackgroundServer, BodyError, JsonHandler, read_json_object
 
 JSON = Any
 CONTEXT_PREFIX = "Request context (set by the support platform): "
@@ -222,7 +220,7 @@ class AgentServer(BackgroundServer):
     ) -> None:
         self.runner, self.name, self.version = runner, name, version
         self.tool_timeout_s, self.model_kind = tool_timeout_s, model_kind
-        self._server = _Server((host, port), self)
+        self._server = AppServer((host, port), self, _Handler)
 
     @property
     def url(self) -> str:
@@ -246,28 +244,17 @@ class AgentServer(BackgroundServer):
         return 200, reply_of(case, outcome, name=self.name, version=self.version, model_kind=self.model_kind)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], app: AgentServer) -> None:
-        self.app = app
-        super().__init__(address, _Handler)
-
-
 class _Handler(JsonHandler):
-    server: _Server
+    server: AppServer[AgentServer]
     max_body_bytes = MAX_REQUEST_BYTES
 
     def do_GET(self) -> None:
-        if urlsplit(self.path).path == "/healthz":
+        if self.route("/healthz"):
             app = self.server.app  # the agent contract's probe: who answers, which version
             self.send_json(200, {"status": "ok", "agent_name": app.name, "agent_version": app.version})
-        else:
-            self.send_error_json(404, "NOT_FOUND", "No such route.")
 
     def do_POST(self) -> None:
-        if urlsplit(self.path).path != "/run":
-            self.send_error_json(404, "NOT_FOUND", "No such route.")
+        if not self.route("/run"):
             return
         try:
             body = read_json_object(self.read_body())

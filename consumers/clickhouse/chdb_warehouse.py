@@ -20,8 +20,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from consumers.clickhouse._values import converter_for, json_compact_columns, quote_identifier, string_literal
 from consumers.clickhouse.contract import QueryResult, WarehouseError, split_sql_statements
@@ -33,6 +32,7 @@ from consumers.clickhouse.read_only import (
     limit_error,
     refusal,
 )
+from streams.closing import Closing
 
 __all__ = ["DEFAULT_DATABASE", "ChdbWarehouse", "bound_chdb_path"]
 
@@ -70,7 +70,7 @@ def _unbind() -> None:
         _open_count -= 1
 
 
-class ChdbWarehouse:
+class ChdbWarehouse(Closing):
     """A `Warehouse` over chDB at `path`, using (and creating) the Atomic database `database`."""
 
     def __init__(self, path: Path, database: str = DEFAULT_DATABASE) -> None:
@@ -175,14 +175,6 @@ class ChdbWarehouse:
         if self._bound:
             self._bound = False
             _unbind()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _result(raw: bytes, sql: str) -> QueryResult:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from consumers.clickhouse._values import check_rows, normalize_server_value, quote_identifier
@@ -25,6 +24,7 @@ from consumers.clickhouse.read_only import (
     limit_error,
     refusal,
 )
+from streams.closing import Closing
 
 __all__ = ["ServerSettings", "ServerWarehouse", "parse_server_url"]
 
@@ -75,7 +75,7 @@ def parse_server_url(url: str) -> ServerSettings:
     )
 
 
-class ServerWarehouse:
+class ServerWarehouse(Closing):
     """A `Warehouse` over a ClickHouse server; creates its database if missing."""
 
     def __init__(self, url: str, database: str | None = None) -> None:
@@ -184,14 +184,6 @@ class ServerWarehouse:
         client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _clickhouse_error() -> type[Exception]:

@@ -6,7 +6,6 @@ JudgeError kind and the backoff can be tested without sleeping.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,19 +15,16 @@ import httpx
 from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
 
 from evaluation.judges._transport import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
     MAX_OUTPUT_TOKENS,
     TEMPERATURE,
-    Sleep,
     error_for_status,
     shared_ssl_context,
     with_retries,
 )
-from evaluation.judges.contract import KIND_LLM, PROMPT_VERSION, JudgeIdentity, JudgeRequest, JudgeVerdict
+from evaluation.judges.contract import JudgeRequest, JudgeVerdict
 from evaluation.judges.errors import MALFORMED, REFUSED, TIMEOUT, UNAVAILABLE, JudgeError
-from evaluation.judges.pricing import Prices
-from evaluation.judges.prompt import PROMPT_SHA256, SYSTEM_PROMPT, provider_schema, render_prompt
+from evaluation.judges.prompt import SYSTEM_PROMPT, provider_schema, render_prompt
+from evaluation.judges.provider_judge import ProviderJudge
 from evaluation.judges.verdicts import parse_verdict
 
 PROVIDER = "anthropic"
@@ -66,35 +62,35 @@ def provider_errors(timeout_s: float) -> Iterator[None]:
         raise JudgeError(MALFORMED, f"unreadable provider response: {exc}") from exc
 
 
-class AnthropicJudge:
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        prices: Prices | None = None,
-        sleep: Sleep = time.sleep,
-    ) -> None:
-        self._identity = JudgeIdentity(
-            provider=PROVIDER,
+def forced_tool_call(
+    client: sdk.Anthropic,
+    tool: ToolParam,
+    *,
+    model: str,
+    system: str,
+    text: str,
+    max_tokens: int,
+    temperature: float,
+    timeout_s: float,
+) -> object:
+    """One Messages call whose answer must come through `tool` (the judge's verdict, the claim classifier's
+    reading); failures as JudgeErrors. The caller checks the answer's shape: the SDK does not."""
+    messages: list[MessageParam] = [{"role": "user", "content": text}]
+    choice: ToolChoiceToolParam = {"type": "tool", "name": tool["name"]}
+    with provider_errors(timeout_s):
+        return client.messages.create(
             model=model,
-            kind=KIND_LLM,
-            prompt_version=PROMPT_VERSION,
-            prompt_sha256=PROMPT_SHA256,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            system=system,
+            messages=messages,
+            tools=[tool],
+            tool_choice=choice,
         )
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout_s = timeout_s
-        self._max_retries = max_retries
-        self._prices = prices
-        self._sleep = sleep
 
-    @property
-    def identity(self) -> JudgeIdentity:
-        return self._identity
+
+class AnthropicJudge(ProviderJudge):
+    provider = PROVIDER
 
     def judge(self, request: JudgeRequest) -> JudgeVerdict:
         with open_client(self._api_key, self._base_url, self._timeout_s) as client:
@@ -103,18 +99,16 @@ class AnthropicJudge:
             )
 
     def _attempt(self, client: sdk.Anthropic, request: JudgeRequest) -> JudgeVerdict:
-        messages: list[MessageParam] = [{"role": "user", "content": render_prompt(request)}]
-        choice: ToolChoiceToolParam = {"type": "tool", "name": TOOL_NAME}
-        with provider_errors(self._timeout_s):
-            message = client.messages.create(
-                model=self._identity.model,
-                max_tokens=MAX_OUTPUT_TOKENS,
-                temperature=TEMPERATURE,
-                system=SYSTEM_PROMPT,
-                messages=messages,
-                tools=[_TOOL],
-                tool_choice=choice,
-            )
+        message = forced_tool_call(
+            client,
+            _TOOL,
+            model=self._identity.model,
+            system=SYSTEM_PROMPT,
+            text=render_prompt(request),
+            max_tokens=MAX_OUTPUT_TOKENS,
+            temperature=TEMPERATURE,
+            timeout_s=self._timeout_s,
+        )
         return self._verdict(message, request)
 
     def _verdict(self, message: Any, request: JudgeRequest) -> JudgeVerdict:

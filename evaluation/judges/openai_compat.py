@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import httpx
 
 from evaluation.judges._transport import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_S,
     MAX_OUTPUT_TOKENS,
     SEED,
     TEMPERATURE,
-    Sleep,
     error_for_status,
     shared_ssl_context,
     with_retries,
 )
-from evaluation.judges.contract import KIND_LLM, PROMPT_VERSION, JudgeIdentity, JudgeRequest, JudgeVerdict
+from evaluation.judges.contract import JudgeRequest, JudgeVerdict
 from evaluation.judges.errors import MALFORMED, REFUSED, TIMEOUT, UNAVAILABLE, JudgeError
-from evaluation.judges.pricing import Prices
-from evaluation.judges.prompt import PROMPT_SHA256, SYSTEM_PROMPT, provider_schema, render_prompt
+from evaluation.judges.prompt import SYSTEM_PROMPT, provider_schema, render_prompt
+from evaluation.judges.provider_judge import ProviderJudge
 from evaluation.judges.verdicts import parse_verdict
 
 PROVIDER = "openai"
@@ -36,35 +32,12 @@ def _response_format() -> dict[str, Any]:
     }
 
 
-class OpenAICompatibleJudge:
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str,
-        base_url: str,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        prices: Prices | None = None,
-        sleep: Sleep = time.sleep,
-    ) -> None:
-        self._identity = JudgeIdentity(
-            provider=PROVIDER,
-            model=model,
-            kind=KIND_LLM,
-            prompt_version=PROMPT_VERSION,
-            prompt_sha256=PROMPT_SHA256,
-        )
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._api_key = api_key
-        self._timeout_s = timeout_s
-        self._max_retries = max_retries
-        self._prices = prices
-        self._sleep = sleep
+class OpenAICompatibleJudge(ProviderJudge):
+    provider = PROVIDER
 
-    @property
-    def identity(self) -> JudgeIdentity:
-        return self._identity
+    def __init__(self, *, base_url: str, **options: Any) -> None:
+        super().__init__(base_url=base_url, **options)
+        self._url = base_url.rstrip("/") + "/chat/completions"
 
     def judge(self, request: JudgeRequest) -> JudgeVerdict:
         body = {

@@ -12,6 +12,7 @@ AGENTTWIN_JUDGE_PRICE_INPUT_PER_MTOK, AGENTTWIN_JUDGE_PRICE_OUTPUT_PER_MTOK (bot
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
@@ -73,31 +74,26 @@ def judge_from_settings(settings: JudgeSettings, *, sleep: Sleep = time.sleep) -
             )
         from evaluation.judges.anthropic import AnthropicJudge  # the SDK loads only when this judge is used
 
-        return AnthropicJudge(
-            model=settings.model or DEFAULT_ANTHROPIC_MODEL,
-            api_key=key,
-            base_url=settings.base_url,
-            timeout_s=settings.timeout_s,
-            max_retries=settings.max_retries,
-            prices=settings.prices(),
-            sleep=sleep,
-        )
-    key = _secret(settings.api_key)
-    missing = [
-        name
-        for name, value in (
-            ("AGENTTWIN_JUDGE_API_KEY", key),
-            ("AGENTTWIN_JUDGE_BASE_URL", settings.base_url),
-            ("AGENTTWIN_JUDGE_MODEL", settings.model),
-        )
-        if not value
-    ]
-    if missing or key is None or settings.base_url is None or settings.model is None:
-        raise JudgeConfigError(f"The openai judge needs {', '.join(missing)} to be set.")
-    from evaluation.judges.openai_compat import OpenAICompatibleJudge
+        make: Callable[..., Judge] = AnthropicJudge
+        model = settings.model or DEFAULT_ANTHROPIC_MODEL
+    else:
+        key = _secret(settings.api_key)
+        missing = [
+            name
+            for name, value in (
+                ("AGENTTWIN_JUDGE_API_KEY", key),
+                ("AGENTTWIN_JUDGE_BASE_URL", settings.base_url),
+                ("AGENTTWIN_JUDGE_MODEL", settings.model),
+            )
+            if not value
+        ]
+        if missing or key is None or settings.base_url is None or settings.model is None:
+            raise JudgeConfigError(f"The openai judge needs {', '.join(missing)} to be set.")
+        from evaluation.judges.openai_compat import OpenAICompatibleJudge
 
-    return OpenAICompatibleJudge(
-        model=settings.model,
+        make, model = OpenAICompatibleJudge, settings.model
+    return make(
+        model=model,
         api_key=key,
         base_url=settings.base_url,
         timeout_s=settings.timeout_s,

@@ -14,9 +14,7 @@ import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
 from producers.agents.contract import (
     TRANSPORT_UNREACHABLE,
@@ -29,7 +27,7 @@ from producers.agents.contract import (
 )
 from producers.agents.demo_agent import DemoAgent, PlannerFactory
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
-from producers.http_wire import BackgroundServer, BodyError, JsonHandler, read_json_object
+from producers.http_wire import AppServer, BackgroundServer, BodyError, JsonHandler, read_json_object
 from twin_engine.documents import AgentManifest, demo_manifest, demo_manifest_versions
 
 JSON = Any
@@ -211,7 +209,7 @@ class DemoAgentServer(BackgroundServer):
         self.token = token
         self.tool_timeout_s = tool_timeout_s
         self.planner = planner  # None: the scripted planner
-        self._server = _DemoHttpServer((host, port), self)
+        self._server = AppServer((host, port), self, _DemoHandler)
 
     @property
     def url(self) -> str:
@@ -224,31 +222,20 @@ class DemoAgentServer(BackgroundServer):
         return hmac.compare_digest((authorization or "").strip().encode(), expected)
 
 
-class _DemoHttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], app: DemoAgentServer) -> None:
-        self.app = app
-        super().__init__(address, _DemoHandler)
-
-
 class _DemoHandler(JsonHandler):
-    server: _DemoHttpServer
+    server: AppServer[DemoAgentServer]
     max_body_bytes = MAX_BODY_BYTES
 
     def do_GET(self) -> None:
-        path = urlsplit(self.path).path
+        path = self.route("/healthz", "/versions")
         if path == "/healthz":  # the agent contract's probe: who answers, which versions
             self.send_json(200, {"status": "ok", "agent_name": AGENT_NAME, "versions": demo_manifest_versions()})
         elif path == "/versions":
             versions = demo_manifest_versions()
             self.send_json(200, {"agent": AGENT_NAME, "versions": versions, "latest": versions[-1]})
-        else:
-            self.send_error_json(404, "NOT_FOUND", "No such route.")
 
     def do_POST(self) -> None:
-        if urlsplit(self.path).path != "/run":
-            self.send_error_json(404, "NOT_FOUND", "No such route.")
+        if not self.route("/run"):
             return
         app = self.server.app
         try:

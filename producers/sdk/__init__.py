@@ -21,18 +21,23 @@ Module-level functions use one default AgentTwin (set by `configure`).
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from opentelemetry.trace import TracerProvider
 
 from producers.sdk.content import ContentPolicy
 from producers.sdk.http_outcomes import HttpOutcomePublisher, http_reporter
-from producers.sdk.outcome import VERIFICATION_SOURCES, Evidence, normalize_source, normalize_status
+from producers.sdk.outcome import VERIFICATION_SOURCES, normalize_source, normalize_status
 from producers.sdk.reporter import OutcomeReporter, SdkStats
 from producers.sdk.setup import SdkSettings, otlp_target, tracer_provider
 from producers.sdk.tracing import AgentRun, AgentTwin, ModelTurn, ToolCall, current_trace_id
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _default = AgentTwin()
 
@@ -81,33 +86,19 @@ def set_subject(subject: str) -> None:
     _default.set_subject(subject)
 
 
-def report_outcome(
-    trace_id: str | None,
-    status: str,
-    verified: bool,
-    source: str,
-    evidence: Evidence = None,
-    *,
-    subject: str | None = None,
-    business_outcome: str | None = None,
-    claimed_status: str | None = None,
-    agent: str | None = None,
-    agent_version: str | None = None,
-    at: datetime | None = None,
-) -> bool:
-    return _default.report_outcome(
-        trace_id,
-        status,
-        verified,
-        source,
-        evidence,
-        subject=subject,
-        business_outcome=business_outcome,
-        claimed_status=claimed_status,
-        agent=agent,
-        agent_version=agent_version,
-        at=at,
-    )
+def _on_default(method: Callable[Concatenate[AgentTwin, P], R]) -> Callable[P, R]:
+    """`method` called on the process's default AgentTwin (whichever `configure` last set), same signature."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return method(_default, *args, **kwargs)
+
+    signature = inspect.signature(method)  # help() and the docs show the call without `self`
+    call.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
+    return call
+
+
+report_outcome = _on_default(AgentTwin.report_outcome)
 
 
 def stats() -> SdkStats:

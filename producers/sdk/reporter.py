@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from producers.sdk.outcome import SYSTEM_OF_RECORD, Evidence, outcome_event, subject_outcome_event
 from streams.clock import wall_clock
@@ -32,6 +32,15 @@ DEFAULT_QUEUE_SIZE = 1000
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_ATTEMPTS = 3
 _log = logging.getLogger(__name__)
+
+
+class _Stamps(TypedDict):
+    """What the reporter adds to every verification it builds, by trace or by subject."""
+
+    at: datetime
+    received_at: datetime
+    business_outcome: str | None
+    tenant: str
 
 
 @dataclass(frozen=True)
@@ -126,34 +135,19 @@ class OutcomeReporter:
 
         def build() -> Verification:
             now = self._clock()  # the receive time: `at` is what the caller says, flagged beyond the skew
+            reported = (status, verified, source, evidence)
+            stamps = _Stamps(at=at or now, received_at=now, business_outcome=business_outcome, tenant=self.tenant)
             if trace_id is None:
                 if subject is None:
                     raise ValueError("report_outcome needs a trace id or a subject")
-                return subject_outcome_event(
-                    subject,
-                    status,
-                    verified,
-                    source,
-                    evidence,
-                    at=at or now,
-                    received_at=now,
-                    business_outcome=business_outcome,
-                    tenant=self.tenant,
-                    verifier_version=self.verifier_version,
-                )
+                return subject_outcome_event(subject, *reported, **stamps, verifier_version=self.verifier_version)
             return outcome_event(
                 trace_id,
-                status,
-                verified,
-                source,
-                evidence,
-                at=at or now,
-                received_at=now,
-                business_outcome=business_outcome,
+                *reported,
+                **stamps,
                 claimed_status=claimed_status,
                 agent=agent,
                 agent_version=agent_version,
-                tenant=self.tenant,
                 verifier_version=self.verifier_version,
             )
 

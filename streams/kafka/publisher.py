@@ -9,11 +9,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from streams.closing import Closing
 from streams.events import Event
 from streams.kafka.clients import producer_config
 from streams.kafka.codec import Headers, KafkaCodec, OutMessage
@@ -45,7 +45,7 @@ class PublishError(Exception):
     """Some messages were not acknowledged by the cluster."""
 
 
-class KafkaPublisher:
+class KafkaPublisher(Closing):
     def __init__(
         self, bootstrap: str, naming: Naming | None = None, *, codec: KafkaCodec | None = None, **config: Any
     ) -> None:
@@ -120,11 +120,3 @@ class KafkaPublisher:
 
     def close(self) -> None:
         self._producer.flush(FLUSH_TIMEOUT_S)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from streams.closing import Closing
 from streams.embedded import DecodeError
 from streams.events import Event
 from streams.kafka.clients import NOT_NOW, consume_ready, consumer_config
@@ -19,7 +18,7 @@ from streams.topics import TOPIC_BY_NAME
 READ_TIMEOUT_S = 30.0
 
 
-class TopicTail:
+class TopicTail(Closing):
     """Every committed event of some topics from offset 0; `read_new()` returns what arrived since."""
 
     def __init__(self, bootstrap: str, naming: Naming, topics: Sequence[str]) -> None:
@@ -61,14 +60,6 @@ class TopicTail:
 
     def close(self) -> None:
         self._consumer.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def read_all(bootstrap: str, naming: Naming, topics: Sequence[str]) -> list[Event]:

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from producers.agents.contract import ToolReply
 from producers.agents.conversation import Action, Exchange, FinalAnswer, ToolCallAction
 from producers.agents.demo_agent import DEMO_INTERNAL_KEY
 from producers.agents.planner import ScriptedPlanner
+from tests.scripted_http import json_post_server
 from twin_engine.documents import demo_manifest
 
 CONTEXT_LINE = re.compile(r"\n\nRequest context \(set by the support platform\): (\{.*\})\s*$", re.S)
@@ -228,29 +227,11 @@ class FakeMessagesApi:
 
     def __init__(self) -> None:
         self.requests = 0
-        api = self
+        self.server, self.url = json_post_server(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
-                api.requests += 1
-                reply = json.dumps(answer(body)).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+    def _answer(self, _headers: dict[str, str], body: Any) -> tuple[int, bytes]:
+        self.requests += 1
+        return 200, json.dumps(answer(body)).encode()
 
 
 def _text_of(content: Any) -> str:
@@ -311,7 +292,6 @@ def anthropic_agent(version: str, api_url: str) -> Any:
 
 def fake_messages_api() -> Iterator[FakeMessagesApi]:
     api = FakeMessagesApi()
-    api.thread.start()
     try:
         yield api
     finally:

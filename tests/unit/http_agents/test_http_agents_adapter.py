@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import socket
 import threading
@@ -17,6 +16,7 @@ from producers.agents.errors import AgentSpecError
 from producers.agents.http_agent import DEFAULT_AGENT_NAME, HttpAgent, run_http_case, tool_entry
 from producers.tool_client import InProcessToolClient
 from producers.twin_http import TwinEndpoint
+from tests.scripted_http import json_post_server
 from twin_engine.case import new_case
 from twin_engine.twin import Twin
 
@@ -31,10 +31,20 @@ GOOD_REPLY: dict[str, Any] = {
     "claimed_outcome": "success",
     "business_outcome": "REFUND_COMPLETED",
     "tool_calls": [
-        {"name": "lookup_order", "arguments": {"order_id": "ORD-1001"}, "status": "ok",
-         "error_code": None, "retry_after": None},
-        {"name": "refund_payment", "arguments": {"order_id": "ORD-1001", "amount": 40}, "status": "rate_limited",
-         "error_code": "RATE_LIMITED", "retry_after": 1},
+        {
+            "name": "lookup_order",
+            "arguments": {"order_id": "ORD-1001"},
+            "status": "ok",
+            "error_code": None,
+            "retry_after": None,
+        },
+        {
+            "name": "refund_payment",
+            "arguments": {"order_id": "ORD-1001", "amount": 40},
+            "status": "rate_limited",
+            "error_code": "RATE_LIMITED",
+            "retry_after": 1,
+        },
     ],
 }
 
@@ -48,29 +58,11 @@ class StubAgent:
         self.behaviour = behaviour
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.release = threading.Event()
-        stub = self
+        self.server, self.url = json_post_server(self._answer)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                stub.requests.append((dict(self.headers), body))
-                status, raw = stub.behaviour(body)
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except OSError:
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def _answer(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, bytes]:
+        self.requests.append((headers, body))
+        return self.behaviour(body)
 
     def stop(self) -> None:
         self.release.set()
@@ -118,9 +110,7 @@ def run_finding(agent: HttpAgent, twin: Twin, endpoint: TwinEndpoint) -> str:
     return failed.value.finding
 
 
-def test_request_body_and_result(
-    stub: Any, endpoint: TwinEndpoint, demo_twin: Twin, caller: Any
-) -> None:
+def test_request_body_and_result(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin, caller: Any) -> None:
     server = stub(reply(200, {**GOOD_REPLY, "agent_version": "1.3.0"}))
     agent = HttpAgent.from_spec(f"{server.url}#1.3.0")
     case, request = case_request(demo_twin)
@@ -152,7 +142,10 @@ def test_request_body_and_result(
     assert case.records == ()
     assert (result.output, result.status, result.claimed_outcome) == (GOOD_REPLY["output"], "completed", "SUCCESS")
     assert (result.business_outcome, result.steps, result.model, result.model_kind) == (
-        "REFUND_COMPLETED", 3, "stub-model", "llm"
+        "REFUND_COMPLETED",
+        3,
+        "stub-model",
+        "llm",
     )
     assert result.tool_calls == (
         ClaimedCall("lookup_order", {"order_id": "ORD-1001"}, "ok"),
@@ -255,9 +248,7 @@ def test_unknown_model_kind(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin) 
 
 def test_pinned_version_must_match(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin) -> None:
     server = stub(reply(200, GOOD_REPLY))  # answers as 9.9.9
-    assert run_finding(HttpAgent.from_spec(f"{server.url}#1.2.4"), demo_twin, endpoint) == (
-        "AGENT_VERSION_UNAVAILABLE"
-    )
+    assert run_finding(HttpAgent.from_spec(f"{server.url}#1.2.4"), demo_twin, endpoint) == ("AGENT_VERSION_UNAVAILABLE")
 
 
 def test_hanging_agent_times_out(stub: Any, endpoint: TwinEndpoint, demo_twin: Twin) -> None:

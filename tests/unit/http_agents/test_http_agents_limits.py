@@ -6,9 +6,7 @@ record, the case became INCOMPLETE and the double refund was no longer a NEW_CRI
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +20,7 @@ from producers.agents.http_agent import HttpAgent
 from producers.agents.registry import resolve_agent
 from producers.simulator import simulate_case
 from producers.twin_http import MAX_BODY_BYTES, TwinEndpoint
+from tests.scripted_http import json_post_server
 from twin_engine.canonical import canonical_bytes
 from twin_engine.case import new_case
 from twin_engine.documents import load_scenario
@@ -144,25 +143,7 @@ class HostileHttpAgent:
     def __init__(self, poison: bytes | None, extra: dict[str, Any] | None = None) -> None:
         self.poison = poison
         self.extra = extra or {}
-        agent = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                raw = json.dumps(agent.act(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server, self.url = json_post_server(lambda _headers, body: (200, json.dumps(self.act(body)).encode()))
 
     def act(self, body: dict[str, Any]) -> dict[str, Any]:
         base, headers = body["tools_base_url"], body["tool_headers"]

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,6 +18,7 @@ from evaluation.judges import Judge, JudgeError, build_request
 from evaluation.judges.anthropic import AnthropicJudge
 from evaluation.judges.openai_compat import OpenAICompatibleJudge
 from evaluation.judges.pricing import Prices
+from tests.scripted_http import Reply, ScriptedServer
 
 from .conftest import BASELINE_ANSWER, LIE_RUBRIC, MESSAGE
 
@@ -34,88 +32,24 @@ VERDICT = {
         {"ref": "answer", "quote": "made up"},
     ],
 }
-REQUEST = build_request(
-    category="correctness", rubric=LIE_RUBRIC, customer_message=MESSAGE, answer=BASELINE_ANSWER
-)
+REQUEST = build_request(category="correctness", rubric=LIE_RUBRIC, customer_message=MESSAGE, answer=BASELINE_ANSWER)
 
 
-@dataclass
-class Reply:
-    body: Any
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class Provider:
+class Provider(ScriptedServer):
     """A scripted provider: each request takes the next reply."""
 
     def __init__(self) -> None:
-        self.replies: deque[Reply] = deque()
-        self.seen: list[Seen] = []
-        self.release = threading.Event()
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", "0")))
-                provider.seen.append(
-                    Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
-                )
-                reply = (
-                    provider.replies.popleft() if provider.replies else Reply({"error": "unscripted"}, 599)
-                )
-                if reply.delay_s:
-                    provider.release.wait(reply.delay_s)
-                data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client gave up (timeout cases)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
+        super().__init__(lambda: Reply({"error": "unscripted"}, 599))
 
 
 @pytest.fixture(scope="module")
 def running_provider() -> Iterator[Provider]:
-    server = Provider()
-    server.thread.start()
-    yield server
-    server.release.set()
-    server.server.shutdown()
-    server.server.server_close()
-    server.thread.join(2)
+    yield from Provider().running()
 
 
 @pytest.fixture
 def provider(running_provider: Provider) -> Provider:
-    running_provider.replies.clear()
-    running_provider.seen.clear()
-    return running_provider
+    return running_provider.reset()
 
 
 def closed_port_url() -> str:
@@ -142,9 +76,7 @@ def chat_completion(message: dict[str, Any], finish_reason: str = "stop") -> dic
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
 
@@ -160,9 +92,7 @@ class Flavor:
 
 
 def _tool_use(payload: Any) -> dict[str, Any]:
-    return anthropic_message(
-        [{"type": "tool_use", "id": "toolu_1", "name": "record_verdict", "input": payload}]
-    )
+    return anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "record_verdict", "input": payload}])
 
 
 ANTHROPIC = Flavor(
@@ -173,16 +103,12 @@ ANTHROPIC = Flavor(
         anthropic_message([{"type": "text", "text": "I'd rather not grade this."}], stop_reason="end_turn"),
         anthropic_message([], stop_reason="refusal"),
     ],
-    truncated=anthropic_message(
-        [{"type": "tool_use", "id": "t", "name": "record_verdict", "input": {}}], "max_tokens"
-    ),
+    truncated=anthropic_message([{"type": "tool_use", "id": "t", "name": "record_verdict", "input": {}}], "max_tokens"),
     path="/v1/messages",
 )
 OPENAI = Flavor(
     name="openai",
-    make=lambda url, **kw: OpenAICompatibleJudge(
-        model="judge-model", api_key="test-key", base_url=url + "/v1", **kw
-    ),
+    make=lambda url, **kw: OpenAICompatibleJudge(model="judge-model", api_key="test-key", base_url=url + "/v1", **kw),
     verdict=lambda payload: chat_completion({"content": json.dumps(payload), "refusal": None}),
     refusals=[
         chat_completion({"content": None, "refusal": "I can't help with that."}),
@@ -264,9 +190,7 @@ def test_server_error_then_success_is_retried(flavor: Flavor, provider: Provider
 def test_rate_limit_waits_retry_after_capped(
     flavor: Flavor, provider: Provider, retry_after: str, waited: float
 ) -> None:
-    provider.script(
-        Reply({"error": "slow down"}, 429, {"retry-after": retry_after}), Reply(flavor.verdict(VERDICT))
-    )
+    provider.script(Reply({"error": "slow down"}, 429, {"retry-after": retry_after}), Reply(flavor.verdict(VERDICT)))
     sleeps: list[float] = []
     assert make(flavor, provider, sleeps).judge(REQUEST).score == 0.92
     assert sleeps == [waited]

@@ -7,18 +7,15 @@ never slept; only timeout cases wait, and their delays end as soon as the module
 from __future__ import annotations
 
 import functools
-import json
-import threading
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from agenttwin.demo import TWIN_FILE
 from producers.agents.llm_planner import AnthropicConfig, AnthropicPlannerFactory
+from tests.scripted_http import Reply, ScriptedServer
 from twin_engine.documents import Scenario, load_suite, load_twin
 from twin_engine.twin import Twin
 
@@ -33,21 +30,6 @@ ENV_VARS = (
     "AGENTTWIN_DEMO_AGENT_MODEL",
     "DEMO_AGENT_MODEL",
 )
-
-
-@dataclass
-class Reply:
-    body: Any
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
 
 
 def message(*content: dict[str, Any], stop_reason: str = "end_turn") -> Reply:
@@ -80,65 +62,21 @@ def api_error(status: int, kind: str, headers: dict[str, str] | None = None) -> 
     return Reply(body, status, headers or {})
 
 
-class FakeMessagesApi:
+class FakeMessagesApi(ScriptedServer):
     """Plays POST /v1/messages from a script; unscripted requests get a 500."""
 
     def __init__(self) -> None:
-        self.replies: deque[Reply] = deque()
-        self.seen: list[Seen] = []
-        self.release = threading.Event()
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", "0")))
-                api.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)))
-                reply = api.replies.popleft() if api.replies else api_error(500, "api_error")
-                if reply.delay_s:
-                    api.release.wait(reply.delay_s)
-                data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client gave up (timeout cases)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
+        super().__init__(lambda: api_error(500, "api_error"))
 
 
 @pytest.fixture(scope="module")
 def running_api() -> Iterator[FakeMessagesApi]:
-    api = FakeMessagesApi()
-    api.thread.start()
-    yield api
-    api.release.set()
-    api.server.shutdown()
-    api.server.server_close()
-    api.thread.join(2)
+    yield from FakeMessagesApi().running()
 
 
 @pytest.fixture
 def api(running_api: FakeMessagesApi) -> FakeMessagesApi:
-    running_api.replies.clear()
-    running_api.seen.clear()
-    return running_api
+    return running_api.reset()
 
 
 @pytest.fixture(autouse=True)

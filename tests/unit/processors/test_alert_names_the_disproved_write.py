@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from agenttwin.demo import TWIN_FILE
 from agenttwin.mining import draft, render
@@ -15,8 +14,7 @@ from evaluation.contradiction import disproved_write
 from producers.otlp.mapping import map_request
 from producers.sdk.outcome import outcome_event, subject_outcome_event
 from streams.events import ClaimRead, ContradictionDetected, Event, OutcomeVerified, SpanRecorded
-from streams.processors.outcome_join import OutcomeJoin
-from streams.processors.subject_join import SubjectJoin
+from tests.unit.processors.test_stock_claims_and_subjects import _run
 from tests.unit.traces.conftest import ROOT, START, TRACE, request, span
 from twin_engine.documents import load_twin
 
@@ -61,19 +59,7 @@ def refund_then_email(*, refund_fails: bool = True, root_name: str = "support-re
     return [*batch.events, *batch.links]
 
 
-def run(events: list[Event]) -> list[Event]:
-    subjects, outcomes = SubjectJoin(), OutcomeJoin()
-    s_store: dict[str, Any] = {}
-    o_store: dict[str, Any] = {}
-    out: list[Event] = []
-    queue = list(events)
-    while queue:
-        event = queue.pop(0)
-        for produced in subjects.handle(s_store, event) + outcomes.handle(o_store, event):
-            out.append(produced)
-            if isinstance(produced, OutcomeVerified):
-                queue.append(produced)
-    return out
+run = _run  # both joins, as the runtimes chain them
 
 
 def contradiction(out: list[Event]) -> ContradictionDetected:

@@ -9,10 +9,9 @@ from typing import Any
 from consumers.alerts import alert_document, alert_line
 from evaluation.claim_reader import CONFIDENCE_THRESHOLD, RULES_ID, read_claim
 from producers.sdk.outcome import outcome_event
-from streams.events import ClaimRead, Event, OutcomeVerified
+from streams.events import ClaimRead
 from streams.processors.outcome_join import OutcomeJoin
-from streams.processors.subject_join import SubjectJoin
-from tests.unit.processors.test_stock_claims_and_subjects import AT, _alerts, _run, stock_trace
+from tests.unit.processors.test_stock_claims_and_subjects import AT, _alerts, _run, stated_success, stock_trace
 from tests.unit.traces.conftest import TRACE
 
 OFFER = "I'm sorry, I can transfer you to a human agent who can help with the refund. Would you like that?"
@@ -38,15 +37,8 @@ def test_an_inferred_alert_says_its_rule_set_rule_and_confidence_in_the_line_and
 
 
 def test_a_stated_claim_carries_no_rule_or_confidence() -> None:
-    from producers.otlp.mapping import map_request
-    from tests.unit.traces.conftest import ROOT, request, span
-
     spans, links = stock_trace()
-    stated = map_request(
-        request(span(bytes.fromhex("3333333333333333"), parent=ROOT, attrs={"agenttwin.outcome.claimed": "SUCCESS"})),
-        "acme",
-        received_at=AT,
-    ).events
+    stated = stated_success()
     verification = outcome_event(TRACE.hex(), "FAILURE", True, "external_callback", "x", tenant="acme", at=AT)
     (alert,) = _alerts(_run([*spans, *stated, *links, verification]))
     assert (alert.claim_inferred_by, alert.claim_rule, alert.claim_confidence) == (None, None, None)
@@ -65,34 +57,23 @@ def test_a_reading_below_the_threshold_is_unknown_and_raises_no_alert() -> None:
     assert read.claim_confidence == 0.5
 
 
-def _join(events: list[Event], join: OutcomeJoin, store: dict[str, Any]) -> list[Event]:
-    subjects, s_store, out = SubjectJoin(), {}, []  # type: ignore[var-annotated]
-    queue = list(events)
-    while queue:
-        event = queue.pop(0)
-        for produced in subjects.handle(s_store, event) + join.handle(store, event):
-            out.append(produced)
-            if isinstance(produced, OutcomeVerified):
-                queue.append(produced)
-    return out
-
-
 def test_a_new_rule_set_reads_again_and_the_old_readings_stay() -> None:
     """The join ran with rules-v1 (which took an offer of a transfer for a hand-over); it restarts with the
     current rules on its kept state and the trace's spans come again (a redelivery, or a replay): the answer
     is read again and a new ClaimRead revision says so; the rules-v1 events already emitted are unchanged."""
     spans, links = stock_trace(answer=OFFER)
     store: dict[str, Any] = {}
-    before = _join([*spans, *links], OutcomeJoin(classifier=lambda a: read_claim(a, "rules-v1")), store)
+    rules_v1 = OutcomeJoin(classifier=lambda a: read_claim(a, "rules-v1"))
+    before = _run([*spans, *links], outcomes=rules_v1, o_store=store)
     old = [e for e in before if isinstance(e, ClaimRead)][-1]
     assert (old.claimed_status, old.claim_inferred_by, old.claim_confidence) == ("ESCALATED", "rules-v1", None)
     kept = old.to_record()
 
-    after = _join(spans, OutcomeJoin(), store)
+    after = _run(spans, outcomes=OutcomeJoin(), o_store=store)
     new = [e for e in after if isinstance(e, ClaimRead)][-1]
     assert (new.claimed_status, new.claim_inferred_by, new.claim_rule) == ("UNKNOWN", RULES_ID, "no-claim")
     assert new.revision > old.revision and new.event_id != old.event_id
     assert old.to_record() == kept
 
-    again = _join(spans, OutcomeJoin(), store)  # the same rules: read once, nothing new
+    again = _run(spans, outcomes=OutcomeJoin(), o_store=store)  # the same rules: read once, nothing new
     assert [e for e in again if isinstance(e, ClaimRead)] == []

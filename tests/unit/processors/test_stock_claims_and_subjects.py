@@ -93,11 +93,18 @@ def stock_trace(
     return list(batch.events), list(batch.links)
 
 
-def _run(events: list[Event], *, ticks_at: datetime | None = None) -> list[Event]:
-    """Both joins, the subject join's outputs fed to the outcome join (as the runtimes do)."""
-    subjects, outcomes = SubjectJoin(), OutcomeJoin()
+def _run(
+    events: list[Event],
+    *,
+    ticks_at: datetime | None = None,
+    outcomes: OutcomeJoin | None = None,
+    o_store: dict[str, Any] | None = None,
+) -> list[Event]:
+    """Both joins, the subject join's outputs fed to the outcome join (as the runtimes do); a test may hand in
+    the outcome join and its store to run them again."""
+    subjects, outcomes = SubjectJoin(), outcomes or OutcomeJoin()
     s_store: dict[str, Any] = {}
-    o_store: dict[str, Any] = {}
+    o_store = {} if o_store is None else o_store
     out: list[Event] = []
     queue = list(events)
     while queue:
@@ -109,6 +116,12 @@ def _run(events: list[Event], *, ticks_at: datetime | None = None) -> list[Event
     if ticks_at is not None:
         out += subjects.tick(s_store, ticks_at) + outcomes.tick(o_store, ticks_at)
     return out
+
+
+def stated_success() -> list[Event]:
+    """A span of the stock trace stating the claim SUCCESS outright."""
+    claimed = span(bytes.fromhex("3333333333333333"), parent=ROOT, attrs={"agenttwin.outcome.claimed": "SUCCESS"})
+    return map_request(request(claimed), "acme", received_at=AT).events
 
 
 def _entries(store: dict[str, Any]) -> list[str]:
@@ -215,11 +228,7 @@ def test_a_claim_that_is_not_success_is_never_a_contradiction(answer: str, claim
 
 def test_a_stated_claim_wins_over_the_final_answer() -> None:
     spans, links = stock_trace(answer="Sorry, the refund failed.")
-    stated = map_request(
-        request(span(bytes.fromhex("3333333333333333"), parent=ROOT, attrs={"agenttwin.outcome.claimed": "SUCCESS"})),
-        "acme",
-        received_at=AT,
-    ).events
+    stated = stated_success()
     verification = outcome_event(TRACE.hex(), "FAILURE", True, "external_callback", "x", tenant="acme", at=AT)
     (alert,) = _alerts(_run([*spans, *stated, *links, verification]))
     assert alert.claimed_status == "SUCCESS" and alert.claim_inferred_by is None

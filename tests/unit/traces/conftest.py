@@ -80,13 +80,18 @@ def request(*spans: Span, resource: dict[str, Any] | None = None) -> ExportTrace
     return ExportTraceServiceRequest(resource_spans=[ResourceSpans(resource=res, scope_spans=[scope])])
 
 
-def agent_trace() -> ExportTraceServiceRequest:
+def agent_trace(trace: bytes = TRACE, root: bytes = ROOT, child: bytes = CHILD) -> ExportTraceServiceRequest:
     """A run that claims SUCCESS after a write-irreversible tool call."""
     return request(
-        span(ROOT, attrs={"gen_ai.operation.name": "invoke_agent", "agenttwin.outcome.claimed": "SUCCESS"}),
         span(
-            CHILD,
-            parent=ROOT,
+            root,
+            trace_id=trace,
+            attrs={"gen_ai.operation.name": "invoke_agent", "agenttwin.outcome.claimed": "SUCCESS"},
+        ),
+        span(
+            child,
+            trace_id=trace,
+            parent=root,
             name="execute_tool refund_payment",
             kind=Span.SpanKind.SPAN_KIND_CLIENT,
             attrs={"gen_ai.tool.name": "refund_payment", "agenttwin.tool.risk": "WRITE_IRREVERSIBLE"},

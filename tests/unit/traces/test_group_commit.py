@@ -27,7 +27,6 @@ from pathlib import Path
 import pytest
 from fastavro import reader
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.live import LiveProcessor
@@ -39,7 +38,7 @@ from streams.embedded import EmbeddedRuntime
 from streams.events import Event
 from streams.processors.outcome_join import OutcomeJoin
 from streams.wire import SchemaStore
-from tests.unit.traces.conftest import KEYS, request, span
+from tests.unit.traces.conftest import KEYS, agent_trace
 
 AT = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 HEADERS = {"Content-Type": "application/x-protobuf", "x-agenttwin-api-key": "key-acme"}
@@ -53,22 +52,7 @@ def ids(n: int) -> tuple[bytes, bytes, bytes]:
 
 def run_request(n: int) -> ExportTraceServiceRequest:
     """Agent run n: a root claiming SUCCESS after an irreversible write."""
-    trace, root, child = ids(n)
-    return request(
-        span(
-            root,
-            trace_id=trace,
-            attrs={"gen_ai.operation.name": "invoke_agent", "agenttwin.outcome.claimed": "SUCCESS"},
-        ),
-        span(
-            child,
-            trace_id=trace,
-            parent=root,
-            name="execute_tool refund_payment",
-            kind=Span.SpanKind.SPAN_KIND_CLIENT,
-            attrs={"gen_ai.tool.name": "refund_payment", "agenttwin.tool.risk": "WRITE_IRREVERSIBLE"},
-        ),
-    )
+    return agent_trace(*ids(n))
 
 
 def spans_of(n: int) -> list[Event]:

@@ -9,8 +9,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
 from producers.otlp.live import LiveProcessor
 from producers.otlp.mapping import map_request
 from producers.otlp.publishing import GroupCommitPublisher
@@ -18,7 +16,7 @@ from producers.sdk.outcome import outcome_event
 from streams.embedded import EmbeddedRuntime
 from streams.events import Event
 from streams.processors.outcome_join import OutcomeJoin
-from tests.unit.traces.conftest import request, span
+from tests.unit.traces.conftest import agent_trace
 
 T0 = datetime(2026, 1, 1, 0, 0, tzinfo=UTC)
 HORIZON = timedelta(minutes=1)
@@ -32,22 +30,7 @@ def _ids(n: int) -> tuple[bytes, bytes, bytes]:
 
 
 def _spans(n: int, seconds: int) -> list[Event]:
-    trace, root, child = _ids(n)
-    body = request(
-        span(
-            root,
-            trace_id=trace,
-            attrs={"gen_ai.operation.name": "invoke_agent", "agenttwin.outcome.claimed": "SUCCESS"},
-        ),
-        span(
-            child,
-            trace_id=trace,
-            parent=root,
-            name="execute_tool refund_payment",
-            kind=Span.SpanKind.SPAN_KIND_CLIENT,
-            attrs={"gen_ai.tool.name": "refund_payment", "agenttwin.tool.risk": "WRITE_IRREVERSIBLE"},
-        ),
-    )
+    body = agent_trace(*_ids(n))
     return list(map_request(body, "acme", received_at=T0 + timedelta(seconds=seconds)).events)
 
 
