@@ -28,6 +28,9 @@ ADDED_OPTIONAL_FIELDS = {
     "agent_version",
     "subject",
     "claim_inferred_by",
+    # the claim reader's rule and confidence on an inferred claim (the demo's agents state theirs)
+    "claim_rule",
+    "claim_confidence",
 }
 
 
