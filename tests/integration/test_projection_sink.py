@@ -189,6 +189,21 @@ def test_a_dropped_table_is_refused_until_rebuild_restores_every_table(
         assert before[0] == before[1]
 
 
+def test_a_table_of_a_newer_event_type_is_created_in_a_warehouse_with_progress(
+    demo_log: Path, warehouse: ChdbWarehouse
+) -> None:
+    """An upgrade: a warehouse whose sink read every topic of an older release has no table for an event type
+    added since (its topic was never read). That table is new, not lost: it is created, not refused."""
+    with EmbeddedRuntime(demo_log) as runtime:
+        sync(runtime, warehouse)
+        before = _both(warehouse)
+        for table in ("version_traces", "version_windows", "version_regressions", "version_clearances"):
+            warehouse.execute(f"DROP TABLE {qualified(warehouse, table)}")
+        warehouse.execute(f"TRUNCATE TABLE {qualified(warehouse, 'sink_schema')}")  # the older release's DDL
+        sync(runtime, warehouse)
+        assert _both(warehouse) == before
+
+
 def test_every_statement_names_its_database_while_warehouses_interleave_across_threads(
     demo_log: Path, chdb_dir: Path
 ) -> None:
