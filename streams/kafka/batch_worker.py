@@ -45,6 +45,7 @@ from streams.kafka.planner_loop import source_of
 from streams.kafka.reading import committed_positions
 from streams.kafka.staged_store import StagedStore
 from streams.kafka.thread_loop import ThreadLoop
+from streams.kafka.transactions import ClusterWatch, bounded
 from streams.processors.base import Processor
 from streams.topics import TOPIC_BY_NAME
 
@@ -93,6 +94,7 @@ class BatchWorker(ThreadLoop):
         # one per process: members are fenced by their group generation, not by a shared id (KIP-447)
         self._transactional_id = naming.transactional_id(f"{processor.name}-{uuid.uuid4().hex[:12]}")
         self._consumer: Consumer | None = None
+        self._cluster = ClusterWatch()
 
     async def start(self) -> None:
         await asyncio.to_thread(ensure_changelog, self.bootstrap, self.changelog, self._partitions)
@@ -106,6 +108,7 @@ class BatchWorker(ThreadLoop):
                 self.bootstrap,
                 self.name,
                 # range: partition p of every input to one member (co-partitioned: one store per p)
+                error_cb=self._cluster.on_error,
                 **{"enable.partition.eof": True, "partition.assignment.strategy": "range"},
             )
         )
@@ -117,6 +120,11 @@ class BatchWorker(ThreadLoop):
                 got = consume_ready(consumer, self._batch_max, POLL_S)
                 msgs = [m for m in got if m.error() is None]
                 ok = True
+                producer.poll(0)  # serve the producer's error callback while idle
+                if msgs and self._cluster.take():
+                    # a broker restart since the last transaction: send_offsets_to_transaction could hang
+                    log.warning("%s: the cluster was unreachable; starting a new transactional producer", self.name)
+                    producer = self._fresh_producer()
                 if msgs:
                     producer, ok = self._batch(producer, consumer, msgs)
                 if ok:
@@ -190,11 +198,9 @@ class BatchWorker(ThreadLoop):
             for r in records:
                 _produce(producer, r)
             if offsets:
-                producer.send_offsets_to_transaction(
-                    [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                    consumer.consumer_group_metadata(),
-                    CALL_TIMEOUT_S,
-                )
+                positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+                group = consumer.consumer_group_metadata()
+                bounded(CALL_TIMEOUT_S, producer.send_offsets_to_transaction, positions, group, CALL_TIMEOUT_S)
             self._before_commit(len(done.outputs))
             producer.commit_transaction(CALL_TIMEOUT_S)
         except KafkaException as exc:
@@ -262,7 +268,9 @@ class BatchWorker(ThreadLoop):
                     "transactional.id": self._transactional_id,
                     "transaction.timeout.ms": int(TRANSACTION_TIMEOUT_S * 1000),
                     "linger.ms": 2,
+                    "error_cb": self._cluster.on_error,
                 }
+                self._cluster.take()
                 producer = Producer(producer_config(self.bootstrap, **config))
                 producer.init_transactions(CALL_TIMEOUT_S)
                 return producer

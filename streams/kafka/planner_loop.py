@@ -31,6 +31,7 @@ from streams.kafka.clients import consume_ready, consumer_config, producer_confi
 from streams.kafka.codec import KafkaCodec, OutMessage, SourceRef, dead_letter
 from streams.kafka.naming import Naming
 from streams.kafka.thread_loop import ThreadLoop
+from streams.kafka.transactions import ClusterWatch, bounded
 from streams.processors.planner import Planner
 
 log = logging.getLogger(__name__)
@@ -59,31 +60,27 @@ class PlannerLoop(ThreadLoop):
         self.codec = KafkaCodec(naming)
         self.store: dict[str, Any] = {}
         self.topic = naming.topic("evaluations")
-        self._cluster_lost = False
+        self._cluster = ClusterWatch()
 
     def _new_producer(self) -> Producer:
-        self._cluster_lost = False
+        self._cluster.take()
         producer = Producer(
             producer_config(
                 self.bootstrap,
                 **{
                     "transactional.id": self.naming.transactional_id(self.planner.name),
                     "linger.ms": 1,
-                    "error_cb": self._on_client_error,
+                    "error_cb": self._cluster.on_error,
                 },
             )
         )
         producer.init_transactions(TXN_TIMEOUT_S)
         return producer
 
-    def _on_client_error(self, err: KafkaError) -> None:
-        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
-            self._cluster_lost = True
-
     def run(self) -> None:
         consumer = Consumer(
             consumer_config(
-                self.bootstrap, self.name, error_cb=self._on_client_error, **{"enable.partition.eof": True}
+                self.bootstrap, self.name, error_cb=self._cluster.on_error, **{"enable.partition.eof": True}
             )
         )
         producer = self._new_producer()
@@ -138,9 +135,8 @@ class PlannerLoop(ThreadLoop):
         for m in msgs:
             offsets[(str(m.topic()), int(m.partition() or 0))] = int(m.offset() or 0) + 1
         delay = 0.2
-        if self._cluster_lost:
-            # Seen with a broker restart between transactions: the next send_offsets_to_transaction
-            # blocked far past its timeout. A fresh producer (same transactional id) starts clean.
+        if self._cluster.take():
+            # a broker restart between transactions: the next send_offsets_to_transaction could hang
             log.warning("%s: the cluster was unreachable; starting a new transactional producer", self.name)
             producer = self._fresh_producer()
         while True:
@@ -152,11 +148,9 @@ class PlannerLoop(ThreadLoop):
                         out = self.codec.encode(event)
                         self._produce(producer, out)
                         produced += 1
-                producer.send_offsets_to_transaction(
-                    [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                    consumer.consumer_group_metadata(),
-                    TXN_TIMEOUT_S,
-                )
+                positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+                group = consumer.consumer_group_metadata()
+                bounded(TXN_TIMEOUT_S, producer.send_offsets_to_transaction, positions, group, TXN_TIMEOUT_S)
                 self._commit(producer)
                 self.progress.tick(handled=len(msgs), produced=produced)
                 return producer
