@@ -2,11 +2,13 @@
 
 Customers arrive two a second (seeded), minute by minute. Each is served by the demo agent's 1.2.4, or by
 the 10 % canary: 1.3.0 first. What a version does for a customer is what its agent did on the Demo Co twin
-in the customer's situation (producers/production_traffic.py); the trace arrives as spans, and the payment
-system's verification of the order a moment later. After each minute the pipeline (outcome join, version
-tally, version watch) catches up and any new version alarm is printed as `agenttwin alerts tail` prints it.
-Once 1.3.0 is flagged, 1.3.1 replaces it as the canary, until 1.3.0's alarm clears. The story ends with the
-production page (`agenttwin report --production`). Embedded by default; on Kafka with --kafka.
+in the customer's situation (producers/production_traffic.py). The trace arrives as spans (tool calls with
+their arguments), and a moment later the payment system's verification of the customer's order, by order id:
+the subject join brings it to the trace that wrote to the order. After each minute the pipeline (subject
+join, outcome join, version tally, version watch) catches up and any new version alarm is printed as
+`agenttwin alerts tail` prints it. Once 1.3.0 is flagged, 1.3.1 replaces it as the canary, until 1.3.0's
+alarm clears. The story ends with the production page (`agenttwin report --production`). Embedded by
+default; on Kafka with --kafka.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def _minute(minute: int, canary: str, outcomes: dict[str, dict[str, SituationOut
         share=SHARE,
         every=timedelta(seconds=60 / PER_MINUTE),
         outcomes=outcomes,
+        by_order=True,
     )
 
 
@@ -89,12 +92,12 @@ def production_demo(args: argparse.Namespace) -> int:
             data = production_data(warehouse)
     else:
         from consumers.embedded_sink import sync
-        from streams.processors import OutcomeJoin, VersionTally, VersionWatch
+        from streams.processors import OutcomeJoin, SubjectJoin, VersionTally, VersionWatch
 
         _, emb = open_embedded_of(args)
         with emb:
             out(f"AgentTwin production demo on the embedded runtime (data in {emb.runtime.data_dir})\n")
-            steps = [OutcomeJoin(), VersionTally(), VersionWatch()]
+            steps = [SubjectJoin(), OutcomeJoin(), VersionTally(), VersionWatch()]
             seen = len(emb.runtime.read_events("version-alerts")) if "version-alerts" in emb.runtime.log.topics() else 0
 
             def publish_minute(events: list[Any]) -> list[Event]:
@@ -128,14 +131,17 @@ def _on_kafka(args: argparse.Namespace, settings: Any, bootstrap: str, warehouse
     from streams.kafka.publisher import KafkaPublisher
     from streams.kafka.reading import TopicTail
     from streams.kafka.runner import WorkerGroup
-    from streams.processors import OutcomeJoin, VersionTally, VersionWatch
+    from streams.processors import OutcomeJoin, SubjectJoin, VersionTally, VersionWatch
 
     naming = naming_for(args, settings)
     ensure_topics(bootstrap, naming)
     data_dir = kafka_data_dir(settings)
 
     async def run() -> tuple[int, bool, bool]:
-        workers = [FaustWorker(p, bootstrap, naming, data_dir) for p in (OutcomeJoin(), VersionTally(), VersionWatch())]
+        workers = [
+            FaustWorker(p, bootstrap, naming, data_dir)
+            for p in (SubjectJoin(), OutcomeJoin(), VersionTally(), VersionWatch())
+        ]
         async with WorkerGroup(workers) as group:
             with (
                 KafkaPublisher(bootstrap, naming) as publisher,

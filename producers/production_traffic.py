@@ -12,6 +12,7 @@ it is given and refuses to go on if two seeds disagree.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ class SituationOutcome:
     # the payment system's evidence: each state the scenario expects (path -> value) and what the twin holds
     expected: tuple[tuple[str, Any], ...] = ()
     observed: tuple[tuple[str, Any], ...] = ()
+    arguments: tuple[str, ...] = ()  # each call's arguments as JSON (as a tool span carries them)
 
     @property
     def failed_tools(self) -> tuple[str, ...]:
@@ -124,6 +126,7 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
                         order_id=order,
                         expected=tuple(expected),
                         observed=tuple((path, _state_at(case.final_state, path)) for path, _ in expected),
+                        arguments=tuple(json.dumps(r.arguments, sort_keys=True, default=str) for r in calls),
                     )
                 )
             if len(seen) != 1:
@@ -211,10 +214,18 @@ def trace_events(
     trace_id: str,
     at: datetime,
     verify_after: timedelta = timedelta(seconds=2),
+    by_order: bool = False,
 ) -> list[Any]:
     """The trace a production agent sends for `outcome` (a root agent span with its claim and answer, a span per
-    tool call, failed ones with status ERROR) and the verification the payment system posts on it a little later."""
-    from producers.sdk.outcome import outcome_event
+    tool call with its arguments, failed ones with status ERROR) and the verification the payment system posts
+    on it a little later.
+
+    `by_order`: the payment system knows orders, not traces. Each customer's order gets its own id, the trace's
+    write calls link it (SubjectLinked, as the OTLP receiver derives them) and the verification names the order
+    (`order:ID`), for the subject join to bring to the trace; a trace that wrote to no order is verified by its
+    trace id as before."""
+    from producers.otlp.mapping import interpreted
+    from producers.sdk.outcome import outcome_event, subject_outcome_event
     from streams.events import SpanRecorded
     from streams.processors.outcome_join import CLAIM_ATTRIBUTE
 
@@ -245,15 +256,21 @@ def trace_events(
             resource_attributes={"service.name": agent},
         )
 
+    order = outcome.order_id
+    arguments = outcome.arguments or ("",) * len(outcome.tools)
+    if by_order and order:
+        order = f"{outcome.order_id}-{trace_id}"  # one order per customer: a verification names one trace
+        arguments = tuple(a.replace(f'"{outcome.order_id}"', f'"{order}"') for a in arguments)
     spans = [
         span(
             i + 1,
             f"execute_tool {tool}",
-            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool}
+            | ({"gen_ai.tool.call.arguments": args} if by_order and args else {}),
             error=failed,
             parent=root,
         )
-        for i, (tool, failed) in enumerate(zip(outcome.tools, outcome.failed, strict=True))
+        for i, (tool, failed, args) in enumerate(zip(outcome.tools, outcome.failed, arguments, strict=True))
     ]
     root_attributes = {
         "gen_ai.operation.name": "invoke_agent",
@@ -265,22 +282,26 @@ def trace_events(
     if outcome.final_answer:
         root_attributes["output.value"] = outcome.final_answer
     spans.append(span(0, f"invoke_agent {agent}", root_attributes))
+    links = [link for s in spans for link in interpreted(s)[1]] if by_order else []
+    status = outcome.verified_status if outcome.verified else "UNKNOWN"
+    source = "external_callback" if outcome.verified else "unavailable"
+    evidence = {
+        "situation": outcome.scenario,
+        "order_id": order or "",
+        "expected": dict(outcome.expected),
+        "observed": dict(outcome.observed),
+    }
     verified_at = at + verify_after
-    verification = outcome_event(
-        trace_id,
-        outcome.verified_status if outcome.verified else "UNKNOWN",
-        outcome.verified,
-        "external_callback" if outcome.verified else "unavailable",
-        {
-            "situation": outcome.scenario,
-            "order_id": outcome.order_id or "",
-            "expected": dict(outcome.expected),
-            "observed": dict(outcome.observed),
-        },
-        tenant=tenant,
-        at=verified_at,
-    )
-    return [*spans, verification]
+    subject = f"order:{order}"
+    if any(link.subject == subject for link in links):
+        verification: Any = subject_outcome_event(
+            subject, status, outcome.verified, source, evidence, tenant=tenant, at=verified_at
+        )
+    else:
+        verification = outcome_event(
+            trace_id, status, outcome.verified, source, evidence, tenant=tenant, at=verified_at
+        )
+    return [*spans, *links, verification]
 
 
 DEMO_AGENT = "support-refund-agent"
@@ -297,9 +318,11 @@ def canary_events(
     share: float = 0.1,
     every: timedelta = timedelta(seconds=1),
     outcomes: dict[str, dict[str, SituationOutcome]] | None = None,
+    by_order: bool = False,
 ) -> list[Any]:
     """The traces (spans and verifications) of `customers` customers arriving `every` apart, `share` of them
-    served by `canary` and the rest by `baseline` (seeded); trace ids are unique per seed and customer."""
+    served by `canary` and the rest by `baseline` (seeded); trace ids are unique per seed and customer.
+    `by_order`: verifications name the customer's order (see `trace_events`)."""
     table = outcomes or {v: situation_outcomes(v) for v in (baseline, canary)}
     rng = random.Random(seed)
     names = list(DEMO_CO_TRAFFIC)
@@ -315,5 +338,6 @@ def canary_events(
             tenant=DEMO_TENANT,
             trace_id=f"{seed:08x}{i:024x}",
             at=start + i * every,
+            by_order=by_order,
         )
     return events

@@ -13,8 +13,16 @@ from consumers.clickhouse import open_warehouse
 from consumers.embedded_sink import sync
 from producers.production_traffic import canary_events
 from streams.embedded import EmbeddedRuntime
-from streams.events import ContradictionDetected, Event, VersionCleared, VersionRegressed, VersionWindowed
-from streams.processors import OutcomeJoin, VersionTally, VersionWatch
+from streams.events import (
+    ContradictionDetected,
+    Event,
+    OutcomeVerified,
+    SubjectVerified,
+    VersionCleared,
+    VersionRegressed,
+    VersionWindowed,
+)
+from streams.processors import OutcomeJoin, SubjectJoin, VersionTally, VersionWatch
 
 T0 = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 
@@ -111,3 +119,42 @@ def _sql(data_dir: Path, query: str) -> str:
     with contextlib.redirect_stdout(buffer):
         assert main(["sql", "--format", "csv", "--data-dir", str(data_dir), query]) == 0
     return buffer.getvalue()
+
+
+def _counts(runtime: EmbeddedRuntime) -> dict[tuple[str, datetime], tuple[int, ...]]:
+    """Each window's final counts (latest revision), without ids or times."""
+    latest: dict[tuple[str, datetime], VersionWindowed] = {}
+    for e in runtime.read_events("version-windows"):
+        assert isinstance(e, VersionWindowed)
+        key = (e.agent_version, e.window_start)
+        if key not in latest or e.revision > latest[key].revision:
+            latest[key] = e
+    return {
+        k: (w.traces, w.verified_traces, w.verified_failure, w.contradictions, w.tool_errors, w.escalations)
+        for k, w in latest.items()
+    }
+
+
+def test_verifications_by_order_id_reach_the_traces_that_wrote_to_the_orders(tmp_path: Path) -> None:
+    """The payment system posts by order id (`by_order`): the subject join brings each verification to the
+    trace that wrote to that customer's order, and the windows and alarms count as with trace ids."""
+    by_trace = _run(tmp_path / "trace", traffic(600, "1.3.0", seed=5))
+    by_order = EmbeddedRuntime(tmp_path / "order", fsync=False)
+    try:
+        events = list(canary_events(600, "1.3.0", seed=5, start=T0, by_order=True))
+        subject_verified = [e for e in events if isinstance(e, SubjectVerified)]
+        assert len(subject_verified) > 300 and all(e.subject.startswith("order:ORD-") for e in subject_verified)
+        assert len({e.subject for e in subject_verified}) == len(subject_verified)  # one order per customer
+        by_order.publish(events)
+        by_order.run([SubjectJoin(), OutcomeJoin(), VersionTally(), VersionWatch()])
+        derived = [e for e in by_order.read_events("verified-outcomes") if isinstance(e, OutcomeVerified)]
+        assert sum(1 for e in derived if e.subject) == len(subject_verified)
+        assert _counts(by_order) == _counts(by_trace)
+        alarms = [(type(e).__name__, getattr(e, "metric", None)) for e in by_order.read_events("version-alerts")]
+        assert alarms == [
+            (type(e).__name__, getattr(e, "metric", None)) for e in by_trace.read_events("version-alerts")
+        ]
+        assert any(kind == "VersionRegressed" for kind, _ in alarms)
+    finally:
+        by_trace.close()
+        by_order.close()
