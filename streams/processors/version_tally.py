@@ -8,17 +8,29 @@ and a version; simulated evaluations (the `sim:` tenants) are not production and
 is the minute of the earliest receive time of its spans: a time of the trace itself, so the same traffic
 gives the same windows in any arrival order (a claim reading's time is the join's, which depends on it).
 The store holds plain data (strings for times) and is reassigned, never mutated in place.
+
+The store is bounded: a trace is dropped RETENTION after the last event that changed it (two of the outcome
+join's horizons: by then the join has read its claim, met its verification and raised its alert, or dropped
+it). The timer finds due traces through a time index (`_expiry.TimeIndex`), never by scanning. An event
+received at or before the latest time dropped changes nothing (as in the subject join), so a redelivered
+duplicate cannot tally a dropped trace again.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from evaluation.version_watch import trace_tally, window_start
 from streams import ids
 from streams.events import ClaimRead, ContradictionDetected, Event, OutcomeVerified, SpanRecorded, TraceTallied
+from streams.processors._expiry import INDEX_PREFIX, TimeIndex, check_entity_key
 from streams.processors.base import Processor, Store
+from streams.processors.outcome_join import DEFAULT_HORIZON
+
+RETENTION = 2 * DEFAULT_HORIZON
+BUCKETS_PER_RETENTION = 120  # time-index granularity
+DROPPED_BEFORE = f"{INDEX_PREFIX}dropped-before"  # the latest last-change time of a trace dropped
 
 
 def watch_key(tenant: str | None, agent: str) -> str:
@@ -29,6 +41,10 @@ class VersionTally(Processor):
     inputs = ("claims", "verified-outcomes", "contradictions", "spans")
     stateful = True
 
+    def __init__(self, retention: timedelta = RETENTION) -> None:
+        self.retention = retention
+        self._index = TimeIndex("due", max(retention / BUCKETS_PER_RETENTION, timedelta(milliseconds=1)))
+
     @property
     def name(self) -> str:
         return "version-tally"
@@ -36,7 +52,10 @@ class VersionTally(Processor):
     def handle(self, store: Store, event: Event) -> list[Event]:
         if ids.is_simulation_tenant(event.tenant):
             return []
-        key = ids.join_key(event.tenant, getattr(event, "trace_id", ""))
+        key = check_entity_key(ids.join_key(event.tenant, getattr(event, "trace_id", "")))
+        dropped = store.get(DROPPED_BEFORE)
+        if dropped is not None and event.received_time <= datetime.fromisoformat(dropped):
+            return []  # at or before what was dropped: a duplicate, or too late to change a tally
         known = store.get(key)
         if isinstance(event, SpanRecorded):
             at = event.received_time.isoformat()
@@ -70,8 +89,36 @@ class VersionTally(Processor):
         else:
             return []
         out = self._tally(entry, event.trace_id, event.received_time)
+        previous = entry.get("changed_at")
+        changed = event.received_time
+        if previous is not None and datetime.fromisoformat(previous) >= changed:
+            changed = datetime.fromisoformat(previous)
+        entry["changed_at"] = changed.isoformat()
         store[key] = entry
+        due = changed + self.retention
+        if previous is None or self._index.bucket(due) != self._index.bucket(
+            datetime.fromisoformat(previous) + self.retention
+        ):
+            self._index.add(store, key, due)
         return out
+
+    def tick(self, store: Store, now: datetime) -> list[Event]:
+        """Drop the traces whose last change is RETENTION behind `now` (event time); emits nothing."""
+
+        def due_of(key: str) -> datetime | None:
+            entry = store.get(key)
+            if entry is None or entry.get("changed_at") is None:
+                return None
+            return datetime.fromisoformat(entry["changed_at"]) + self.retention
+
+        def on_due(key: str) -> None:
+            changed_at = store.pop(key)["changed_at"]
+            dropped = store.get(DROPPED_BEFORE)
+            if dropped is None or datetime.fromisoformat(changed_at) > datetime.fromisoformat(dropped):
+                store[DROPPED_BEFORE] = changed_at
+
+        self._index.expire(store, now, due_of, on_due)
+        return []
 
     def _tally(self, entry: dict[str, Any], trace_id: str, at: datetime) -> list[Event]:
         claim = entry.get("claim")

@@ -5,11 +5,15 @@ revision of a trace it takes back the trace's previous counts and adds its new o
 window row (a VersionWindowed with the next revision) and, once verified, in its version's test counts.
 Then evaluation/version_watch.assess decides, under the VersionPolicy, which VersionRegressed and
 VersionCleared to emit; each alarm is emitted once (its id is deterministic) and remembered in the store.
+
+The store is bounded like the version tally's: a trace's entry and a window row are dropped RETENTION after
+their last change (event time), found through a time index; a TraceTallied at or before the latest time
+dropped changes nothing. What stays is per agent: its versions' test counts, alarms and evidence.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from evaluation.version_policy import load_version_policy
@@ -29,7 +33,9 @@ from evaluation.version_watch import (
 )
 from streams import ids
 from streams.events import Event, TraceTallied, VersionCleared, VersionRegressed, VersionWindowed
+from streams.processors._expiry import TimeIndex
 from streams.processors.base import Processor, Store
+from streams.processors.version_tally import BUCKETS_PER_RETENTION, DROPPED_BEFORE, RETENTION
 
 
 def alarm_id(tenant: str | None, agent: str, baseline: str, candidate: str, metric: str) -> str:
@@ -40,8 +46,10 @@ class VersionWatch(Processor):
     inputs = ("version-traces",)
     stateful = True
 
-    def __init__(self, policy: VersionPolicy | None = None) -> None:
+    def __init__(self, policy: VersionPolicy | None = None, retention: timedelta = RETENTION) -> None:
         self.policy = policy or load_version_policy()
+        self.retention = retention
+        self._index = TimeIndex("due", max(retention / BUCKETS_PER_RETENTION, timedelta(milliseconds=1)))
 
     @property
     def name(self) -> str:
@@ -50,6 +58,9 @@ class VersionWatch(Processor):
     def handle(self, store: Store, event: Event) -> list[Event]:
         if not isinstance(event, TraceTallied):
             return []
+        dropped = store.get(DROPPED_BEFORE)
+        if dropped is not None and event.occurred_at <= datetime.fromisoformat(dropped):
+            return []  # at or before what was dropped: a duplicate, or too late to count
         trace_key = f"trace|{event.tenant or ''}|{event.trace_id}"
         before: dict[str, Any] = store.get(trace_key) or {}
         if event.revision <= before.get("revision", 0):
@@ -65,7 +76,7 @@ class VersionWatch(Processor):
         window = [event.agent_version, event.window_start.isoformat()]
         counts, obs = window_contribution(tally), observation(tally)
         after: dict[str, Any] = {"revision": event.revision, "window": window, "counts": counts, "obs": obs}
-        store[trace_key] = after
+        self._changed(store, trace_key, after, before.get("changed_at"), event.occurred_at)
         out: list[Event] = []
         # the window rows: take back the previous counts, add the new ones
         changes: dict[tuple[str, str], dict[str, int]] = {}
@@ -98,12 +109,40 @@ class VersionWatch(Processor):
         out += [self._decision(event, d, evidence) for d in decisions]
         return out
 
+    def _changed(self, store: Store, key: str, value: dict[str, Any], previous: str | None, at: datetime) -> None:
+        """Store a trace entry or window row with its last change time, indexed for the timer."""
+        changed = at if previous is None else max(at, datetime.fromisoformat(previous))
+        store[key] = {**value, "changed_at": changed.isoformat()}
+        due = changed + self.retention
+        if previous is None or self._index.bucket(due) != self._index.bucket(
+            datetime.fromisoformat(previous) + self.retention
+        ):
+            self._index.add(store, key, due)
+
+    def tick(self, store: Store, now: datetime) -> list[Event]:
+        """Drop the trace entries and window rows whose last change is RETENTION behind `now`; emits nothing."""
+
+        def due_of(key: str) -> datetime | None:
+            value = store.get(key)
+            if value is None or value.get("changed_at") is None:
+                return None
+            return datetime.fromisoformat(value["changed_at"]) + self.retention
+
+        def on_due(key: str) -> None:
+            changed_at = store.pop(key)["changed_at"]
+            dropped = store.get(DROPPED_BEFORE)
+            if dropped is None or datetime.fromisoformat(changed_at) > datetime.fromisoformat(dropped):
+                store[DROPPED_BEFORE] = changed_at
+
+        self._index.expire(store, now, due_of, on_due)
+        return []
+
     def _window(self, store: Store, event: TraceTallied, version: str, start: str, delta: dict[str, int]) -> Event:
         key = f"window|{event.watch_key}|{version}|{start}"
         row: dict[str, Any] = store.get(key) or {"counts": {}, "revision": 0}
         counts = add_counts(row["counts"], delta)
         revision = int(row["revision"]) + 1
-        store[key] = {"counts": counts, "revision": revision}
+        self._changed(store, key, {"counts": counts, "revision": revision}, row.get("changed_at"), event.occurred_at)
         return VersionWindowed(
             event_id=ids.event_id("VersionWindowed", event.watch_key, version, start, revision),
             occurred_at=event.occurred_at,
