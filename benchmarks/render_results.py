@@ -82,6 +82,9 @@ def _ingest(f: dict[str, Any]) -> tuple[str, str, str]:
     figure = f"{_n(f.get('spans_per_s'))} spans/s; {_alerts(f)}"
     if "last_over_first" in f and len(f.get("intervals") or [None, None]) > 1:  # one interval: no trend
         figure += f"; last/first interval {_n(f['last_over_first'], 2)}"
+    for process, rss in sorted((f.get("rss_mb") or {}).items()):  # memory kept for the horizon shows here
+        if isinstance(rss, dict) and "first" in rss and "last" in rss:
+            figure += f"; RSS {process} {_n(rss['first'])} → {_n(rss['last'])} MB"
     baseline = f.get("baseline_spans_per_s", f.get("baseline_raw_append_spans_per_s"))
     what = f.get("baseline", "protobuf decode + append of the span bytes")
     verdict = "" if f.get("ok", True) else " (FAILED)"
