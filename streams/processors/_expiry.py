@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from streams.processors.base import Store
 
@@ -133,3 +134,46 @@ class RecentKeys:
             head += 1
         store[self._root] = [head, tail]
         return dropped
+
+
+class Retention:
+    """Entries dropped `retention` after their last change (event time): each keeps it as `changed_at`,
+    a TimeIndex finds the due ones, and the latest time dropped is kept so that a later event at or before
+    it (a redelivered duplicate) can be refused with `too_late`."""
+
+    CHANGED = "changed_at"
+
+    def __init__(self, retention: timedelta, buckets: int = 120) -> None:
+        self.retention = retention
+        self._index = TimeIndex("due", max(retention / buckets, timedelta(milliseconds=1)))
+        self._dropped = f"{INDEX_PREFIX}dropped-before"
+
+    def too_late(self, store: Store, at: datetime) -> bool:
+        dropped = store.get(self._dropped)
+        return dropped is not None and at <= datetime.fromisoformat(dropped)
+
+    def put(self, store: Store, key: str, value: dict[str, Any], previous: str | None, at: datetime) -> None:
+        """Store `value` under `key` with its last change (`at`, or the `previous` one if later), indexed."""
+        changed = at if previous is None else max(at, datetime.fromisoformat(previous))
+        store[key] = {**value, self.CHANGED: changed.isoformat()}
+        due = changed + self.retention
+        if previous is None or self._index.bucket(due) != self._index.bucket(
+            datetime.fromisoformat(previous) + self.retention
+        ):
+            self._index.add(store, key, due)
+
+    def expire(self, store: Store, now: datetime) -> None:
+        """Drop every entry whose last change is `retention` behind `now`."""
+
+        def due_of(key: str) -> datetime | None:
+            value = store.get(key)
+            if value is None or value.get(self.CHANGED) is None:
+                return None
+            return datetime.fromisoformat(value[self.CHANGED]) + self.retention
+
+        def on_due(key: str) -> None:
+            changed_at = store.pop(key)[self.CHANGED]
+            if not self.too_late(store, datetime.fromisoformat(changed_at)):
+                store[self._dropped] = changed_at
+
+        self._index.expire(store, now, due_of, on_due)

@@ -24,13 +24,11 @@ from typing import Any
 from evaluation.version_watch import trace_tally, window_start
 from streams import ids
 from streams.events import ClaimRead, ContradictionDetected, Event, OutcomeVerified, SpanRecorded, TraceTallied
-from streams.processors._expiry import INDEX_PREFIX, TimeIndex, check_entity_key
+from streams.processors._expiry import Retention, check_entity_key
 from streams.processors.base import Processor, Store
 from streams.processors.outcome_join import DEFAULT_HORIZON
 
 RETENTION = 2 * DEFAULT_HORIZON
-BUCKETS_PER_RETENTION = 120  # time-index granularity
-DROPPED_BEFORE = f"{INDEX_PREFIX}dropped-before"  # the latest last-change time of a trace dropped
 
 
 def watch_key(tenant: str | None, agent: str) -> str:
@@ -42,8 +40,7 @@ class VersionTally(Processor):
     stateful = True
 
     def __init__(self, retention: timedelta = RETENTION) -> None:
-        self.retention = retention
-        self._index = TimeIndex("due", max(retention / BUCKETS_PER_RETENTION, timedelta(milliseconds=1)))
+        self._kept = Retention(retention)
 
     @property
     def name(self) -> str:
@@ -53,8 +50,7 @@ class VersionTally(Processor):
         if ids.is_simulation_tenant(event.tenant):
             return []
         key = check_entity_key(ids.join_key(event.tenant, getattr(event, "trace_id", "")))
-        dropped = store.get(DROPPED_BEFORE)
-        if dropped is not None and event.received_time <= datetime.fromisoformat(dropped):
+        if self._kept.too_late(store, event.received_time):
             return []  # at or before what was dropped: a duplicate, or too late to change a tally
         known = store.get(key)
         if isinstance(event, SpanRecorded):
@@ -89,35 +85,12 @@ class VersionTally(Processor):
         else:
             return []
         out = self._tally(entry, event.trace_id, event.received_time)
-        previous = entry.get("changed_at")
-        changed = event.received_time
-        if previous is not None and datetime.fromisoformat(previous) >= changed:
-            changed = datetime.fromisoformat(previous)
-        entry["changed_at"] = changed.isoformat()
-        store[key] = entry
-        due = changed + self.retention
-        if previous is None or self._index.bucket(due) != self._index.bucket(
-            datetime.fromisoformat(previous) + self.retention
-        ):
-            self._index.add(store, key, due)
+        self._kept.put(store, key, entry, entry.get(Retention.CHANGED), event.received_time)
         return out
 
     def tick(self, store: Store, now: datetime) -> list[Event]:
         """Drop the traces whose last change is RETENTION behind `now` (event time); emits nothing."""
-
-        def due_of(key: str) -> datetime | None:
-            entry = store.get(key)
-            if entry is None or entry.get("changed_at") is None:
-                return None
-            return datetime.fromisoformat(entry["changed_at"]) + self.retention
-
-        def on_due(key: str) -> None:
-            changed_at = store.pop(key)["changed_at"]
-            dropped = store.get(DROPPED_BEFORE)
-            if dropped is None or datetime.fromisoformat(changed_at) > datetime.fromisoformat(dropped):
-                store[DROPPED_BEFORE] = changed_at
-
-        self._index.expire(store, now, due_of, on_due)
+        self._kept.expire(store, now)
         return []
 
     def _tally(self, entry: dict[str, Any], trace_id: str, at: datetime) -> list[Event]:

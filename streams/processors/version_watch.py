@@ -33,9 +33,9 @@ from evaluation.version_watch import (
 )
 from streams import ids
 from streams.events import Event, TraceTallied, VersionCleared, VersionRegressed, VersionWindowed
-from streams.processors._expiry import TimeIndex
+from streams.processors._expiry import Retention
 from streams.processors.base import Processor, Store
-from streams.processors.version_tally import BUCKETS_PER_RETENTION, DROPPED_BEFORE, RETENTION
+from streams.processors.version_tally import RETENTION
 
 
 def alarm_id(tenant: str | None, agent: str, baseline: str, candidate: str, metric: str) -> str:
@@ -48,8 +48,7 @@ class VersionWatch(Processor):
 
     def __init__(self, policy: VersionPolicy | None = None, retention: timedelta = RETENTION) -> None:
         self.policy = policy or load_version_policy()
-        self.retention = retention
-        self._index = TimeIndex("due", max(retention / BUCKETS_PER_RETENTION, timedelta(milliseconds=1)))
+        self._kept = Retention(retention)
 
     @property
     def name(self) -> str:
@@ -58,8 +57,7 @@ class VersionWatch(Processor):
     def handle(self, store: Store, event: Event) -> list[Event]:
         if not isinstance(event, TraceTallied):
             return []
-        dropped = store.get(DROPPED_BEFORE)
-        if dropped is not None and event.occurred_at <= datetime.fromisoformat(dropped):
+        if self._kept.too_late(store, event.occurred_at):
             return []  # at or before what was dropped: a duplicate, or too late to count
         trace_key = f"trace|{event.tenant or ''}|{event.trace_id}"
         before: dict[str, Any] = store.get(trace_key) or {}
@@ -76,7 +74,7 @@ class VersionWatch(Processor):
         window = [event.agent_version, event.window_start.isoformat()]
         counts, obs = window_contribution(tally), observation(tally)
         after: dict[str, Any] = {"revision": event.revision, "window": window, "counts": counts, "obs": obs}
-        self._changed(store, trace_key, after, before.get("changed_at"), event.occurred_at)
+        self._kept.put(store, trace_key, after, before.get(Retention.CHANGED), event.occurred_at)
         out: list[Event] = []
         # the window rows: take back the previous counts, add the new ones
         changes: dict[tuple[str, str], dict[str, int]] = {}
@@ -109,32 +107,9 @@ class VersionWatch(Processor):
         out += [self._decision(event, d, evidence) for d in decisions]
         return out
 
-    def _changed(self, store: Store, key: str, value: dict[str, Any], previous: str | None, at: datetime) -> None:
-        """Store a trace entry or window row with its last change time, indexed for the timer."""
-        changed = at if previous is None else max(at, datetime.fromisoformat(previous))
-        store[key] = {**value, "changed_at": changed.isoformat()}
-        due = changed + self.retention
-        if previous is None or self._index.bucket(due) != self._index.bucket(
-            datetime.fromisoformat(previous) + self.retention
-        ):
-            self._index.add(store, key, due)
-
     def tick(self, store: Store, now: datetime) -> list[Event]:
         """Drop the trace entries and window rows whose last change is RETENTION behind `now`; emits nothing."""
-
-        def due_of(key: str) -> datetime | None:
-            value = store.get(key)
-            if value is None or value.get("changed_at") is None:
-                return None
-            return datetime.fromisoformat(value["changed_at"]) + self.retention
-
-        def on_due(key: str) -> None:
-            changed_at = store.pop(key)["changed_at"]
-            dropped = store.get(DROPPED_BEFORE)
-            if dropped is None or datetime.fromisoformat(changed_at) > datetime.fromisoformat(dropped):
-                store[DROPPED_BEFORE] = changed_at
-
-        self._index.expire(store, now, due_of, on_due)
+        self._kept.expire(store, now)
         return []
 
     def _window(self, store: Store, event: TraceTallied, version: str, start: str, delta: dict[str, int]) -> Event:
@@ -142,7 +117,9 @@ class VersionWatch(Processor):
         row: dict[str, Any] = store.get(key) or {"counts": {}, "revision": 0}
         counts = add_counts(row["counts"], delta)
         revision = int(row["revision"]) + 1
-        self._changed(store, key, {"counts": counts, "revision": revision}, row.get("changed_at"), event.occurred_at)
+        self._kept.put(
+            store, key, {"counts": counts, "revision": revision}, row.get(Retention.CHANGED), event.occurred_at
+        )
         return VersionWindowed(
             event_id=ids.event_id("VersionWindowed", event.watch_key, version, start, revision),
             occurred_at=event.occurred_at,

@@ -59,12 +59,7 @@ def test_a_1_3_0_canary_is_flagged_with_its_contradicted_traces(tmp_path: Path, 
         assert first.contradicted_traces and set(first.contradicted_traces) <= contradicted
         assert not any(isinstance(e, VersionCleared) for e in alerts)
         # the final window rows count every trace once
-        latest: dict[tuple[str, datetime], VersionWindowed] = {}
-        for e in runtime.read_events("version-windows"):
-            assert isinstance(e, VersionWindowed)
-            key = (e.agent_version, e.window_start)
-            if key not in latest or e.revision > latest[key].revision:
-                latest[key] = e
+        latest = _latest_windows(runtime)
         assert sum(w.traces for w in latest.values()) == 1200
         assert len({w for _, w in latest}) == 20  # 1,200 customers one a second: 20 one-minute windows
         assert sum(w.contradictions for w in latest.values()) == len(contradicted)
@@ -121,17 +116,22 @@ def _sql(data_dir: Path, query: str) -> str:
     return buffer.getvalue()
 
 
-def _counts(runtime: EmbeddedRuntime) -> dict[tuple[str, datetime], tuple[int, ...]]:
-    """Each window's final counts (latest revision), without ids or times."""
+def _latest_windows(runtime: EmbeddedRuntime) -> dict[tuple[str, datetime], VersionWindowed]:
+    """Each (version, window start)'s latest revision."""
     latest: dict[tuple[str, datetime], VersionWindowed] = {}
     for e in runtime.read_events("version-windows"):
         assert isinstance(e, VersionWindowed)
         key = (e.agent_version, e.window_start)
         if key not in latest or e.revision > latest[key].revision:
             latest[key] = e
+    return latest
+
+
+def _counts(runtime: EmbeddedRuntime) -> dict[tuple[str, datetime], tuple[int, ...]]:
+    """Each window's final counts (latest revision), without ids or times."""
     return {
         k: (w.traces, w.verified_traces, w.verified_failure, w.contradictions, w.tool_errors, w.escalations)
-        for k, w in latest.items()
+        for k, w in _latest_windows(runtime).items()
     }
 
 
