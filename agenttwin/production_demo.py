@@ -1,20 +1,23 @@
 """`agenttwin demo --production`: Demo Co in production, the version watch catching 1.3.0 and clearing it.
 
 Customers arrive two a second (seeded), minute by minute. Each is served by the demo agent's 1.2.4, or by
-the 10 % canary: 1.3.0 first. What a version does for a customer is what its agent did on the Demo Co twin
-in the customer's situation (producers/production_traffic.py). The trace arrives as spans (tool calls with
-their arguments), and a moment later the payment system's verification of the customer's order, by order id:
-the subject join brings it to the trace that wrote to the order. After each minute the pipeline (subject
-join, outcome join, version tally, version watch) catches up and any new version alarm is printed as
-`agenttwin alerts tail` prints it. Once 1.3.0 is flagged, 1.3.1 replaces it as the canary, until 1.3.0's
-alarm clears. The story ends with the production page (`agenttwin report --production`). Embedded by
-default; on Kafka with --kafka.
+the 10 % canary: 1.3.0 first. The versions are served as a team would run them (producers/production_service.py):
+each customer's case runs on the Demo Co twin with an order of the customer's own, the agent instrumented with
+the AgentTwin SDK, its spans exported over OTLP/HTTP to an AgentTwin receiver on 127.0.0.1; a moment later the
+payment system posts its verification of the customer's order, by order id, through the SDK's HTTP reporter.
+The receiver's clock is the story's: customers arrive two a second of story time however fast the machine
+serves them. After each minute the pipeline (subject join, outcome join, version tally, version watch) catches
+up and any new version alarm is printed as `agenttwin alerts tail` prints it. Once 1.3.0 is flagged, 1.3.1
+replaces it as the canary, until 1.3.0's alarm clears. The story ends with the production page (`agenttwin
+report --production`). Embedded by default; on Kafka with --kafka.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
+import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -25,40 +28,114 @@ from agenttwin.errors import CliError
 from agenttwin.render import out
 from consumers.alerts import alert_line
 from evaluation.version_watch import REPLACED
-from producers.production_traffic import SituationOutcome, canary_events, situation_outcomes
+from producers.production_traffic import DEMO_CO_TRAFFIC, DEMO_TENANT
 from streams.events import Event, VersionCleared, VersionRegressed
 
-START = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 PER_MINUTE = 120
+EXPORT_EVERY = 10  # customers: five seconds of story time, the OpenTelemetry SDK's default export delay
 SHARE = 0.10
 SEED = 28
+BASELINE = "1.2.4"
+VERSIONS = (BASELINE, "1.3.0", "1.3.1")
 DETECT_MINUTES = 30  # at most, with 1.3.0 as the canary
 CLEAR_MINUTES = 60  # at most, with 1.3.1 as the canary
 KAFKA_WAIT_S = 300.0
 KAFKA_PAUSE_S = 1.0
 
 
-def _minute(minute: int, canary: str, outcomes: dict[str, dict[str, SituationOutcome]]) -> list[Any]:
-    return canary_events(
-        PER_MINUTE,
-        canary,
-        seed=SEED * 10_000 + minute,
-        start=START + timedelta(minutes=minute),
-        share=SHARE,
-        every=timedelta(seconds=60 / PER_MINUTE),
-        outcomes=outcomes,
-        by_order=True,
-    )
+def customers(minute: int, canary: str) -> list[tuple[str, str]]:
+    """The version and situation of each customer of `minute` (seeded by the minute)."""
+    rng = random.Random(SEED * 10_000 + minute)
+    names = list(DEMO_CO_TRAFFIC)
+    weights = [DEMO_CO_TRAFFIC[n] for n in names]
+    drawn = []
+    for _ in range(PER_MINUTE):
+        version = canary if rng.random() < SHARE else BASELINE
+        drawn.append((version, rng.choices(names, weights=weights)[0]))
+    return drawn
 
 
-def _story(publish_minute: Callable[[list[Any]], list[Event]]) -> tuple[int, bool, bool]:
-    """Minutes of traffic, whether 1.3.0 was flagged, whether its alarm cleared; prints as it goes."""
-    outcomes = {v: situation_outcomes(v) for v in ("1.2.4", "1.3.0", "1.3.1")}
+class StoryClock:
+    """The receiver's clock: the story time the customer being served arrives at."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+class Production:
+    """The served side: a receiver on 127.0.0.1 publishing to `publisher`, the SDK exporting to it, the demo
+    agent's versions behind DemoCoService, and the payment system's reporter."""
+
+    def __init__(self, publisher: Any) -> None:
+        from producers.otlp.keys import ApiKeys
+        from producers.otlp.server import make_server
+        from producers.production_service import DemoCoService
+        from producers.production_traffic import DEMO_AGENT
+        from producers.sdk import AgentTwin, ContentPolicy, http_reporter, tracer_provider
+
+        # story time starts at this minute: the spans' own times (the SDK's clock) are never ahead of it
+        self.start = datetime.now(UTC).replace(second=0, microsecond=0)
+        self.clock = StoryClock(self.start)
+        key = secrets.token_urlsafe(24)
+        self.server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping({key: DEMO_TENANT}))
+        self.server.receiver.clock = self.clock
+        self.server.start()
+        # Demo Co's customers are made up, so the replies go along (the production page shows them)
+        content = ContentPolicy("full")
+        self.provider = tracer_provider(self.server.url, key, service_name=DEMO_AGENT, content=content)
+        self.reporter = http_reporter(self.server.url, key)
+        self.service = DemoCoService(AgentTwin(tracer_provider=self.provider, content=content), VERSIONS)
+        self.served = 0
+
+    def serve_minute(self, minute: int, canary: str) -> None:
+        every = timedelta(seconds=60 / PER_MINUTE)
+        drawn = customers(minute, canary)
+        for first in range(0, len(drawn), EXPORT_EVERY):
+            served = []
+            for i in range(first, min(first + EXPORT_EVERY, len(drawn))):
+                version, situation = drawn[i]
+                served.append(self.service.serve(version, situation, minute * PER_MINUTE + i))
+            # the agents' processes export what ended since the last export (a BatchSpanProcessor's 5 s)
+            self.clock.at = self.start + timedelta(minutes=minute) + (first + EXPORT_EVERY) * every
+            self.provider.force_flush()
+            # then the payment system posts what it verified of those customers' orders
+            self.clock.at += every / 2
+            for v in (s.verification() for s in served):
+                self.reporter.report_outcome(
+                    v["trace_id"], v["status"], v["verified"], v["source"], v["evidence"], subject=v["subject"]
+                )
+            self.reporter.flush()
+            self.served += len(served)
+        self._check()
+
+    def _check(self) -> None:
+        """A span or report the receiver refused or could not store would make the story wrong: stop."""
+        stats = self.server.receiver.stats
+        sdk = self.reporter.stats()
+        if stats.publish_errors or stats.refused or sdk.dropped or sdk.errors:
+            raise CliError(
+                f"the receiver refused or lost data: {dict(stats.refused)} refused, {stats.publish_errors} publish "
+                f"errors ({stats.last_error}); the reporter dropped {sdk.dropped}, {sdk.errors} errors"
+            )
+
+    def close(self) -> None:
+        self.provider.shutdown()
+        self.reporter.close()
+        self.service.close()
+        self.server.close()
+
+
+def _story(step: Callable[[int, str], list[Event]]) -> tuple[int, bool, bool]:
+    """Minutes of traffic, whether 1.3.0 was flagged, whether its alarm cleared; prints as it goes.
+    `step(minute, canary)` serves the minute's customers and returns the version alarms that came of it."""
     flagged = cleared = False
     minute = 0
-    out(f"Minute 0: 1.2.4 serves {1 - SHARE:.0%} of customers, 1.3.0 is the {SHARE:.0%} canary.")
+    out(f"Minute 0: {BASELINE} serves {1 - SHARE:.0%} of customers, 1.3.0 is the {SHARE:.0%} canary.")
     while minute < DETECT_MINUTES and not flagged:
-        for alert in publish_minute(_minute(minute, "1.3.0", outcomes)):
+        for alert in step(minute, "1.3.0"):
             out(f"  minute {minute + 1}: {alert_line(alert)}")  # type: ignore[arg-type]
             flagged = flagged or isinstance(alert, VersionRegressed)
         minute += 1
@@ -67,7 +144,7 @@ def _story(publish_minute: Callable[[list[Any]], list[Event]]) -> tuple[int, boo
     out(f"Minute {minute}: 1.3.1 replaces 1.3.0 as the canary.")
     end = minute + CLEAR_MINUTES
     while minute < end and not cleared:
-        for alert in publish_minute(_minute(minute, "1.3.1", outcomes)):
+        for alert in step(minute, "1.3.1"):
             out(f"  minute {minute + 1}: {alert_line(alert)}")  # type: ignore[arg-type]
             cleared = cleared or (
                 isinstance(alert, VersionCleared) and alert.reason == REPLACED and alert.candidate_version == "1.3.0"
@@ -99,16 +176,20 @@ def production_demo(args: argparse.Namespace) -> int:
             out(f"AgentTwin production demo on the embedded runtime (data in {emb.runtime.data_dir})\n")
             steps = [SubjectJoin(), OutcomeJoin(), VersionTally(), VersionWatch()]
             seen = len(emb.runtime.read_events("version-alerts")) if "version-alerts" in emb.runtime.log.topics() else 0
+            production = Production(emb.runtime)
+            try:
 
-            def publish_minute(events: list[Any]) -> list[Event]:
-                nonlocal seen
-                emb.runtime.publish(events)
-                emb.runtime.run(steps)
-                alerts = emb.runtime.read_events("version-alerts")
-                new, seen = alerts[seen:], len(alerts)
-                return new
+                def step(minute: int, canary: str) -> list[Event]:
+                    nonlocal seen
+                    production.serve_minute(minute, canary)
+                    emb.runtime.run(steps)
+                    alerts = emb.runtime.read_events("version-alerts")
+                    new, seen = alerts[seen:], len(alerts)
+                    return new
 
-            minutes, flagged, cleared = _story(publish_minute)
+                minutes, flagged, cleared = _story(step)
+            finally:
+                production.close()
             sync(emb.runtime, emb.warehouse)
             data = production_data(emb.warehouse)
     page = root / "production.html"
@@ -125,23 +206,20 @@ def production_demo(args: argparse.Namespace) -> int:
 
 
 def _on_kafka(args: argparse.Namespace, settings: Any, bootstrap: str, warehouse: Any) -> tuple[int, bool, bool]:
-    from agenttwin.kafka_cli import kafka_data_dir, naming_for, sync_warehouse_from_kafka
+    from agenttwin.kafka_cli import build_workers, kafka_data_dir, naming_for, sync_warehouse_from_kafka
     from streams.kafka.clients import ensure_topics
-    from streams.kafka.faust_worker import FaustWorker
     from streams.kafka.publisher import KafkaPublisher
     from streams.kafka.reading import TopicTail
     from streams.kafka.runner import WorkerGroup
-    from streams.processors import OutcomeJoin, SubjectJoin, VersionTally, VersionWatch
 
     naming = naming_for(args, settings)
     ensure_topics(bootstrap, naming)
-    data_dir = kafka_data_dir(settings)
+    kinds = ["subject-join", "outcome-join", "version-tally", "version-watch"]
+    workers = build_workers(
+        kinds, bootstrap, naming=naming, data_dir=kafka_data_dir(settings), versions=(), refine=None
+    )  # each runs as `agenttwin worker` runs it
 
     async def run() -> tuple[int, bool, bool]:
-        workers = [
-            FaustWorker(p, bootstrap, naming, data_dir)
-            for p in (SubjectJoin(), OutcomeJoin(), VersionTally(), VersionWatch())
-        ]
         async with WorkerGroup(workers) as group:
             with (
                 KafkaPublisher(bootstrap, naming) as publisher,
@@ -149,16 +227,20 @@ def _on_kafka(args: argparse.Namespace, settings: Any, bootstrap: str, warehouse
             ):
                 tail.read_new()  # alarms of an earlier run are not news
                 loop = asyncio.get_running_loop()
+                production = Production(publisher)
 
-                def publish_minute(events: list[Any]) -> list[Event]:
-                    publisher.publish(events)
+                def step(minute: int, canary: str) -> list[Event]:
+                    production.serve_minute(minute, canary)
                     # let the workers catch up with this minute before the next one arrives (they start on it
                     # within the pause; then they are idle once the last of it went through the watch)
                     time.sleep(KAFKA_PAUSE_S)
                     asyncio.run_coroutine_threadsafe(group.wait_idle(idle_s=2.0, timeout_s=KAFKA_WAIT_S), loop).result()
                     return list(tail.read_new())
 
-                return await asyncio.to_thread(_story, publish_minute)
+                try:
+                    return await asyncio.to_thread(_story, step)
+                finally:
+                    production.close()
 
     result = asyncio.run(run())
     sync_warehouse_from_kafka(bootstrap, warehouse, naming=naming)

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from evaluation.case import CaseRun
 from evaluation.grader import grade_case
 from producers.agents.registry import close_agent, resolve_agent
 from producers.simulator import simulate_case
 from streams import ids
+from twin_engine.documents import Scenario
 from twin_engine.paths import MISSING, get_path
 from twin_engine.records import CallRecord
 
@@ -95,24 +97,8 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
                     agent_spec=f"demo:{version}",
                 )
                 graded = grade_case(case)
-                expected = [
-                    (str(e["path"]), e["equals"])
-                    for e in by_name[name].expectations
-                    if e.get("type") in ("state", "outcomeVerified") and isinstance(e.get("equals"), int | float | str)
-                ]
                 calls = [r for r in case.records if isinstance(r, CallRecord)]
-                order = case.context.get("order_id") or next(
-                    (
-                        str(r.arguments.get("order_id"))
-                        for r in calls
-                        if isinstance(r.arguments, dict) and r.arguments.get("order_id")
-                    ),
-                    None,
-                )
-                if not expected and order and any(r.tool == "refund_payment" for r in calls):
-                    # the payment system's own rule: a refund asked for is one more refund on the order
-                    path = f"orders.{order}.refund_count"
-                    expected = [(path, int(_state_at(case.initial_state, path) or 0) + 1)]
+                order, expected = payment_expectations(by_name[name], case)
                 seen.add(
                     SituationOutcome(
                         scenario=name,
@@ -125,7 +111,7 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
                         final_answer=case.output if isinstance(case.output, str) else None,
                         order_id=order,
                         expected=tuple(expected),
-                        observed=tuple((path, _state_at(case.final_state, path)) for path, _ in expected),
+                        observed=observed_states(case, expected),
                         arguments=tuple(json.dumps(r.arguments, sort_keys=True, default=str) for r in calls),
                     )
                 )
@@ -135,6 +121,34 @@ def situation_outcomes(version: str, seeds: Sequence[int] = (1,)) -> dict[str, S
     finally:
         close_agent(agent)
     return out
+
+
+def payment_expectations(scenario: Scenario, case: CaseRun) -> tuple[str | None, list[tuple[str, Any]]]:
+    """The order a case acted on and what the payment system expects of it: each state the scenario expects
+    (path -> value), else, when the agent asked for a refund, one more refund on the order."""
+    expected = [
+        (str(e["path"]), e["equals"])
+        for e in scenario.expectations
+        if e.get("type") in ("state", "outcomeVerified") and isinstance(e.get("equals"), int | float | str)
+    ]
+    calls = [r for r in case.records if isinstance(r, CallRecord)]
+    order = case.context.get("order_id") or next(
+        (
+            str(r.arguments.get("order_id"))
+            for r in calls
+            if isinstance(r.arguments, dict) and r.arguments.get("order_id")
+        ),
+        None,
+    )
+    if not expected and order and any(r.tool == "refund_payment" for r in calls):
+        path = f"orders.{order}.refund_count"
+        expected = [(path, int(_state_at(case.initial_state, path) or 0) + 1)]
+    return order, expected
+
+
+def observed_states(case: CaseRun, expected: Sequence[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    """What the twin's final state holds at each expected path (the payment system's own records)."""
+    return tuple((path, _state_at(case.final_state, path)) for path, _ in expected)
 
 
 def _state_at(state: Any, path: str) -> Any:

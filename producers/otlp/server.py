@@ -156,6 +156,7 @@ class Receiver:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: exporters reuse their connection
+    disable_nagle_algorithm = True  # a reply is headers then body: without it a kept-alive client waits 40 ms
     server_version = "agenttwin-ingest"
     timeout = 30  # a stalled client cannot hold a thread forever
     receiver: Receiver  # set on the subclass make_server builds

@@ -1,13 +1,17 @@
 """`agenttwin demo --production` on the embedded runtime: the 1.3.0 canary is flagged live, 1.3.1 replaces it
-and the alarm clears; the production page and the SQL views tell the same story."""
+and the alarm clears; the traces arrive through the SDK and the receiver; the production page and the SQL views
+tell the same story."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from agenttwin.cli import main
+from agenttwin.production_demo import PER_MINUTE
+from streams.embedded import EmbeddedRuntime
 
 
 def test_the_production_story_flags_1_3_0_and_clears_it_with_1_3_1(
@@ -22,6 +26,15 @@ def test_the_production_story_flags_1_3_0_and_clears_it_with_1_3_1(
     assert flagged and closed and max(flagged) < replaced < min(closed)
     assert not any("VERSION_REGRESSED" in line and "1.3.1" in line for line in lines)
     assert "1.3.0 flagged, its alarm cleared when 1.3.1 replaced it." in text
+    # the traces came through the SDK and the receiver; every customer's order was verified, once
+    runtime = EmbeddedRuntime(tmp_path)
+    spans = runtime.read_events("spans")
+    assert spans and all(s.resource_attributes.get("agenttwin.sdk.name") == "agenttwin-python" for s in spans)
+    minutes = int(re.search(r"(\d+) minutes of traffic", text).group(1))  # type: ignore[union-attr]
+    verified = runtime.read_events("verified-outcomes")
+    assert len(verified) == len({v.trace_id for v in verified}) == minutes * PER_MINUTE
+    assert sum(v.source == "external_callback" for v in verified) > 0.8 * len(verified)
+    runtime.close()
     page = tmp_path / "production.html"
     assert page.is_file() and "support-refund-agent 1.3.0" in page.read_text()
     assert (
