@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
 
 
 def loadavg() -> str:
@@ -46,7 +47,9 @@ def command() -> str:
 
 
 def write(name: str, figures: dict[str, Any], *, load_at_start: str) -> Path:
-    import render_results  # benchmarks/ is on the path of every benchmark script
+    if str(HERE) not in sys.path:  # run as `python -m benchmarks.NAME`: benchmarks/ is not on the path
+        sys.path.insert(0, str(HERE))
+    import render_results
 
     now = datetime.now(UTC)
     doc = {

@@ -123,6 +123,12 @@ def _peer(f: dict[str, Any]) -> tuple[str, str, str]:
     return figure + verdict, f"{_n(f['baseline_spans_per_s'])} spans/s ({f['baseline']})", _n(f["ratio"], 2)
 
 
+def _reports(f: dict[str, Any]) -> tuple[str, str, str]:
+    figure = f"{_n(f['ms_per_report'], 2)} ms a verification report on a kept-alive connection"
+    baseline = f"{_n(f['baseline_ms_per_report_with_nagle'], 2)} ms with Nagle on"
+    return figure, baseline, _n(f["ratio_baseline_over_now"], 1)
+
+
 def _generic(f: dict[str, Any]) -> tuple[str, str, str]:
     return "see the JSON file", "—", _n(f.get("ratio"), 2)
 
@@ -135,6 +141,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], tuple[str, str, str]]] = {
     "bench_history": _history,
     "bench_kafka": _kafka,
     "bench_peer": _peer,
+    "bench_outcome_reports": _reports,
 }
 
 
