@@ -76,7 +76,8 @@ class Production:
         from producers.production_traffic import DEMO_AGENT
         from producers.sdk import AgentTwin, ContentPolicy, http_reporter, tracer_provider
 
-        # story time starts at this minute: the spans' own times (the SDK's clock) are never ahead of it
+        # story time starts at this minute and runs faster than the wall clock: the spans' own times (the SDK's
+        # clock) are at most a minute ahead of their receive time, within the documented skew (streams/clock.py)
         self.start = datetime.now(UTC).replace(second=0, microsecond=0)
         self.clock = StoryClock(self.start)
         key = secrets.token_urlsafe(24)
@@ -87,22 +88,25 @@ class Production:
         content = ContentPolicy("full")
         self.provider = tracer_provider(self.server.url, key, service_name=DEMO_AGENT, content=content)
         self.reporter = http_reporter(self.server.url, key)
-        self.service = DemoCoService(AgentTwin(tracer_provider=self.provider, content=content), VERSIONS)
         self.served = 0
+        try:
+            self.service = DemoCoService(AgentTwin(tracer_provider=self.provider, content=content), VERSIONS)
+        except BaseException:
+            self._close_transport()
+            raise
 
     def serve_minute(self, minute: int, canary: str) -> None:
         every = timedelta(seconds=60 / PER_MINUTE)
         drawn = customers(minute, canary)
         for first in range(0, len(drawn), EXPORT_EVERY):
-            served = []
-            for i in range(first, min(first + EXPORT_EVERY, len(drawn))):
-                version, situation = drawn[i]
-                served.append(self.service.serve(version, situation, minute * PER_MINUTE + i))
+            chunk = range(first, min(first + EXPORT_EVERY, len(drawn)))
+            served = [self.service.serve(*drawn[i], minute * PER_MINUTE + i) for i in chunk]
+            last = self.start + timedelta(minutes=minute) + chunk[-1] * every  # the chunk's last customer
             # the agents' processes export what ended since the last export (a BatchSpanProcessor's 5 s)
-            self.clock.at = self.start + timedelta(minutes=minute) + (first + EXPORT_EVERY) * every
+            self.clock.at = last + every / 4
             self.provider.force_flush()
             # then the payment system posts what it verified of those customers' orders
-            self.clock.at += every / 2
+            self.clock.at = last + every / 2
             for v in (s.verification() for s in served):
                 self.reporter.report_outcome(
                     v["trace_id"], v["status"], v["verified"], v["source"], v["evidence"], subject=v["subject"]
@@ -112,19 +116,25 @@ class Production:
         self._check()
 
     def _check(self) -> None:
-        """A span or report the receiver refused or could not store would make the story wrong: stop."""
+        """A trace or report that did not reach the log would make the story wrong: stop with what happened."""
         stats = self.server.receiver.stats
         sdk = self.reporter.stats()
-        if stats.publish_errors or stats.refused or sdk.dropped or sdk.errors:
+        if stats.publish_errors or stats.refused or sdk.dropped or sdk.failed or sdk.sent < self.served:
             raise CliError(
                 f"the receiver refused or lost data: {dict(stats.refused)} refused, {stats.publish_errors} publish "
-                f"errors ({stats.last_error}); the reporter dropped {sdk.dropped}, {sdk.errors} errors"
+                f"errors ({stats.last_error}); the reporter sent {sdk.sent} of {self.served} verifications "
+                f"({sdk.dropped} dropped, {sdk.failed} failed: {sdk.last_error})"
             )
+        if stats.spans_accepted < self.served:  # every customer's run has a root span at least
+            raise CliError(f"{stats.spans_accepted} spans reached the receiver for {self.served} customers")
 
     def close(self) -> None:
+        self.service.close()
+        self._close_transport()
+
+    def _close_transport(self) -> None:
         self.provider.shutdown()
         self.reporter.close()
-        self.service.close()
         self.server.close()
 
 
