@@ -8,7 +8,7 @@ outcome join stepped; at the end every run must have exactly one contradiction a
 same-run baseline of bench_ingest (protobuf decode + append of the span bytes) on the same request bytes,
 also in CPU time. JSON goes under benchmarks/results/.
 
-    PYTHONPATH=. python benchmarks/bench_embedded_cpu.py --requests 300
+    python benchmarks/bench_embedded_cpu.py --requests 300
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import _results
-from bench_ingest import SPANS_PER_RUN, TENANT, build_request
+from loadgen import Batch, RequestBuilder
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from consumers.alerts import TOPIC as ALERTS
@@ -35,6 +35,8 @@ from streams.embedded import EmbeddedRuntime
 from streams.embedded_log import EmbeddedLog, NewRecord
 from streams.processors.outcome_join import OutcomeJoin
 
+TENANT = "bench"
+
 
 def rss_mb() -> float:
     with open("/proc/self/status", encoding="ascii") as status:
@@ -44,7 +46,7 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def ours(bodies: list[tuple[bytes, list[str]]], rss: list[float]) -> tuple[float, float, int]:
+def ours(bodies: list[Batch], rss: list[float]) -> tuple[float, float, int]:
     """(CPU s, wall s, alerts) of receiver mapping -> group commit -> live join over `bodies`; the RSS
     every 10th request goes to `rss`."""
     with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
@@ -52,7 +54,8 @@ def ours(bodies: list[tuple[bytes, list[str]]], rss: list[float]) -> tuple[float
         publisher = GroupCommitPublisher(runtime)
         live = LiveProcessor(runtime, OutcomeJoin(), publisher, tick_every_s=1.0)
         cpu, wall = time.process_time(), time.perf_counter()
-        for i, (body, traces) in enumerate(bodies):
+        for i, batch_in in enumerate(bodies):
+            body, traces = batch_in.body, batch_in.traces
             if i % 10 == 0:
                 rss.append(rss_mb())
             batch = map_request(parse_request(body, PROTOBUF), TENANT, received_at=wall_clock())
@@ -73,12 +76,12 @@ def ours(bodies: list[tuple[bytes, list[str]]], rss: list[float]) -> tuple[float
     return cpu, wall, alerts
 
 
-def raw(bodies: list[tuple[bytes, list[str]]]) -> float:
+def raw(bodies: list[Batch]) -> float:
     """CPU s of bench_ingest's raw baseline (protobuf decode + append of the span bytes) on `bodies`."""
     with tempfile.TemporaryDirectory(prefix="bench-cpu-raw-") as tmp, EmbeddedLog(Path(tmp)) as log:
         cpu = time.process_time()
-        for body, _ in bodies:
-            request = ExportTraceServiceRequest.FromString(body)
+        for b in bodies:
+            request = ExportTraceServiceRequest.FromString(b.body)
             spans = [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
             log.append_many("spans", [NewRecord(span.SerializeToString(), None, {}, None) for span in spans])
         return time.process_time() - cpu
@@ -87,11 +90,13 @@ def raw(bodies: list[tuple[bytes, list[str]]]) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--requests", type=int, default=300, help="requests (default 300)")
-    p.add_argument("--traces", type=int, default=20, help="agent runs per request (default 20 = 60 spans)")
+    p.add_argument("--traces", type=int, default=20, help="agent runs per request (default 20, 5-15 spans each)")
+    p.add_argument("--seed", type=int, default=1, help="the load's seed (default 1)")
     args = p.parse_args(argv)
     load_start = _results.loadavg()
-    bodies = [build_request(f"cpu-{time.time_ns()}", i * args.traces, args.traces) for i in range(args.requests)]
-    spans = args.requests * args.traces * SPANS_PER_RUN
+    builder = RequestBuilder(args.seed)  # benchmarks/loadgen.py's agent runs, as every ingest benchmark sends
+    bodies = [builder.build(i * args.traces, args.traces, time.time_ns()) for i in range(args.requests)]
+    spans = sum(b.spans for b in bodies)
     rss: list[float] = []
     cpu, wall, alerts = ours(bodies, rss)
     base = raw(bodies)
