@@ -123,6 +123,14 @@ def _peer(f: dict[str, Any]) -> tuple[str, str, str]:
     return figure + verdict, f"{_n(f['baseline_spans_per_s'])} spans/s ({f['baseline']})", _n(f["ratio"], 2)
 
 
+def _embedded_cpu(f: dict[str, Any]) -> tuple[str, str, str]:
+    figure = (
+        f"{_n(f['spans_per_cpu_s'])} spans per CPU second: OTLP mapping + group commit + live join, no HTTP "
+        f"({f['alerts']:,} of {f['runs']:,} alerts)"
+    )
+    return figure, f"{_n(f['baseline_spans_per_cpu_s'])} spans per CPU second (decode + append)", _n(f["ratio"], 3)
+
+
 def _reports(f: dict[str, Any]) -> tuple[str, str, str]:
     figure = f"{_n(f['ms_per_report'], 2)} ms a verification report on a kept-alive connection"
     baseline = f"{_n(f['baseline_ms_per_report_with_nagle'], 2)} ms with Nagle on"
@@ -142,6 +150,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], tuple[str, str, str]]] = {
     "bench_kafka": _kafka,
     "bench_peer": _peer,
     "bench_outcome_reports": _reports,
+    "bench_embedded_cpu": _embedded_cpu,
 }
 
 
