@@ -1,15 +1,16 @@
 """`agenttwin demo --production`: Demo Co in production, the version watch catching 1.3.0 and clearing it.
 
-Customers arrive two a second (seeded), minute by minute. Each is served by the demo agent's 1.2.4, or by
-the 10 % canary: 1.3.0 first. The versions are served as a team would run them (producers/production_service.py):
-each customer's case runs on the Demo Co twin with an order of the customer's own, the agent instrumented with
-the AgentTwin SDK, its spans exported over OTLP/HTTP to an AgentTwin receiver on 127.0.0.1; a moment later the
-payment system posts its verification of the customer's order, by order id, through the SDK's HTTP reporter.
-The receiver's clock is the story's: customers arrive two a second of story time however fast the machine
-serves them. After each minute the pipeline (subject join, outcome join, version tally, version watch) catches
-up and any new version alarm is printed as `agenttwin alerts tail` prints it. Once 1.3.0 is flagged, 1.3.1
-replaces it as the canary, until 1.3.0's alarm clears. The story ends with the production page (`agenttwin
-report --production`). Embedded by default; on Kafka with --kafka.
+Customers arrive two a second (seeded), minute by minute. Each is served by the demo agent's 1.2.4, or by the
+10 % canary: 1.3.0 first. The versions are served as a team would run them (producers/production_service.py):
+each customer, with an order of their own, is sent to the demo agent's HTTP interface, which runs the case on
+the Demo Co twin (its tools on a twin endpoint) and is instrumented with the AgentTwin SDK; its spans are
+exported over OTLP/HTTP to an AgentTwin receiver on 127.0.0.1. Then the payment system posts its verification
+of each customer's order, by order id, through the SDK's HTTP reporter. The receiver's clock is the story's:
+customers arrive two a second of story time however fast the machine serves them. After each minute the
+pipeline (subject join, outcome join, version tally, version watch) catches up and any new version alarm is
+printed as `agenttwin alerts tail` prints it. Once 1.3.0 is flagged, 1.3.1 replaces it as the canary, until
+1.3.0's alarm clears. The story ends with the production page (`agenttwin report --production`). Embedded by
+default; on Kafka with --kafka.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class Production:
         content = ContentPolicy("full")
         self.provider = tracer_provider(self.server.url, key, service_name=DEMO_AGENT, content=content)
         self.reporter = http_reporter(self.server.url, key)
-        self.served = 0
+        self.served = self.reported = 0
         try:
             self.service = DemoCoService(AgentTwin(tracer_provider=self.provider, content=content), VERSIONS)
         except BaseException:
@@ -107,22 +108,24 @@ class Production:
             self.provider.force_flush()
             # then the payment system posts what it verified of those customers' orders
             self.clock.at = last + every / 2
-            for v in (s.verification() for s in served):
+            reports = [v for v in (s.verification() for s in served) if v is not None]
+            for v in reports:
                 self.reporter.report_outcome(
                     v["trace_id"], v["status"], v["verified"], v["source"], v["evidence"], subject=v["subject"]
                 )
             self.reporter.flush()
             self.served += len(served)
+            self.reported += len(reports)
         self._check()
 
     def _check(self) -> None:
         """A trace or report that did not reach the log would make the story wrong: stop with what happened."""
         stats = self.server.receiver.stats
         sdk = self.reporter.stats()
-        if stats.publish_errors or stats.refused or sdk.dropped or sdk.failed or sdk.sent < self.served:
+        if stats.publish_errors or stats.refused or sdk.dropped or sdk.failed or sdk.sent < self.reported:
             raise CliError(
                 f"the receiver refused or lost data: {dict(stats.refused)} refused, {stats.publish_errors} publish "
-                f"errors ({stats.last_error}); the reporter sent {sdk.sent} of {self.served} verifications "
+                f"errors ({stats.last_error}); the reporter sent {sdk.sent} of {self.reported} verifications "
                 f"({sdk.dropped} dropped, {sdk.failed} failed: {sdk.last_error})"
             )
         if stats.spans_accepted < self.served:  # every customer's run has a root span at least

@@ -1,14 +1,18 @@
-"""Demo Co in production, served: each arriving customer is served by a version of the demo agent, traced
-through the AgentTwin SDK, and the payment system reports what it verified of the customer's order.
+"""Demo Co in production, served: each arriving customer is served by a version of the demo agent behind its
+HTTP interface, traced through the AgentTwin SDK, and the payment system reports what it verified of the
+customer's order.
 
 A customer is in one of the demo's situations (a scenario of agenttwin/demo/scenarios, drawn by the weights of
 DEMO_CO_TRAFFIC) with an order of their own: `customer_scenario` renames the scenario's order numbers for the
 customer (ORD-1001 -> ORD-1001000042) and copies the twin's order under the new number, so that a
-verification by order id names one customer's trace, as it does in a real shop. The agent version runs the
-customer's case on the Demo Co twin (producers/simulator.py) inside `TracedAgent`: the spans are the SDK's,
-exported by whatever tracer provider the caller configured (the production demo: OTLP/HTTP to an AgentTwin
-receiver). The payment system is the twin's final state, graded as the demo grades it (evaluation/grader.py):
-`verification` says what it would post, by order id when the agent's writes named the order, else by trace id.
+verification by order id names one customer's trace, as it does in a real shop. The versions are served by
+the demo agent's server (producers/agents/demo_server.py, `POST /run`) on 127.0.0.1, which traces each run
+through the SDK (spans exported by whatever tracer provider the caller configured: the production demo's goes
+over OTLP/HTTP to an AgentTwin receiver); each customer's case is opened on a twin endpoint, and the agent
+reaches its tools there over HTTP with the case's token, as in `agenttwin evaluate --agent http://...`
+(producers/agents/http_agent.py). The payment system is the twin's final state, graded as the demo grades it
+(evaluation/grader.py): `Served.verification` is what it posts, by the customer's order; it knows orders, not
+traces, so a run that named no order gets no verification.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.grader import grade_case
-from producers.agents.registry import close_agent, resolve_agent
-from producers.agents.traced import TracedAgent
+from producers.agents.demo_server import DemoAgentServer
+from producers.agents.http_agent import HttpAgent
 from producers.production_traffic import DEMO_AGENT, DEMO_CO_TRAFFIC, observed_states, payment_expectations
 from producers.sdk.tracing import AgentTwin
 from producers.simulator import simulate_case
+from producers.twin_http import TwinEndpoint
 from twin_engine.canonical import sha256_hex
 from twin_engine.documents import Scenario
 from twin_engine.merge_patch import merge_patch
@@ -72,35 +77,27 @@ def customer_scenario(scenario: Scenario, twin: Twin, customer: int) -> Scenario
     )
 
 
-def order_subject(tool: str, arguments: dict[str, Any]) -> str | None:
-    """Demo Co's business subject: the order a call names."""
-    order = arguments.get("order_id") if isinstance(arguments, dict) else None
-    return f"order:{order}" if isinstance(order, str) and order else None
-
-
 @dataclass(frozen=True)
 class Served:
-    """One customer served: the trace the agent's run made and what the payment system verified."""
+    """One customer served: which order the run named and what the payment system verified of it."""
 
     customer: int
     situation: str
     version: str
-    trace_id: str | None
     order_id: str | None  # the customer's own order, when the agent acted on one
-    subjects: tuple[str, ...]  # the subjects the trace named
     claimed_status: str | None
     verified_status: str
     verified: bool
     evidence: dict[str, Any] = field(default_factory=dict)
 
-    def verification(self) -> dict[str, Any]:
-        """The report the payment system posts (`sdk.OutcomeReporter.report_outcome`'s arguments): by the
-        order when the trace named it, else by the trace id."""
-        subject = f"order:{self.order_id}" if self.order_id else None
-        by_subject = subject is not None and subject in self.subjects
+    def verification(self) -> dict[str, Any] | None:
+        """The report the payment system posts (`sdk.OutcomeReporter.report_outcome`'s keyword arguments), by
+        the order; None when the run named no order."""
+        if not self.order_id:
+            return None
         return {
-            "trace_id": None if by_subject else self.trace_id,
-            "subject": subject if by_subject else None,
+            "trace_id": None,
+            "subject": f"order:{self.order_id}",
             "status": self.verified_status if self.verified else "UNKNOWN",
             "verified": self.verified,
             "source": "external_callback" if self.verified else "unavailable",
@@ -108,49 +105,36 @@ class Served:
         }
 
 
-class _SubjectsSeen:
-    """Which subjects a run's calls named (the trace's `agenttwin.subject` list)."""
-
-    def __init__(self) -> None:
-        self.named: list[str] = []
-
-    def __call__(self, tool: str, arguments: dict[str, Any]) -> str | None:
-        subject = order_subject(tool, arguments)
-        if subject and subject not in self.named:
-            self.named.append(subject)
-        return subject
-
-
 class DemoCoService:
-    """The demo agent's `versions`, each traced through `sdk`, serving Demo Co's customers on the twin."""
+    """The demo agent's `versions` served over HTTP, each run traced through `sdk`, for Demo Co's customers."""
 
     def __init__(self, sdk: AgentTwin, versions: Sequence[str]) -> None:
         from agenttwin.runs import load_world
 
         self.twin, scenarios = load_world(["demo"], None)
         self.situations = {s.name: s for s in scenarios if s.name in DEMO_CO_TRAFFIC}
-        self._subjects = _SubjectsSeen()
-        self.agents: dict[str, TracedAgent] = {}
+        self.server = DemoAgentServer(tracing=sdk).start()
+        self.endpoint = TwinEndpoint()
+        self.agents: dict[str, HttpAgent] = {}
         try:
+            self.endpoint.start()
             for version in versions:
-                self.agents[version] = TracedAgent(
-                    resolve_agent(f"demo:{version}"), sdk, name=DEMO_AGENT, subject_of=self._subjects
+                self.agents[version] = HttpAgent(
+                    self.server.url, version=version, endpoint=self.endpoint, name=DEMO_AGENT
                 )
         except BaseException:
             self.close()
             raise
 
     def serve(self, version: str, situation: str, customer: int) -> Served:
-        agent = self.agents[version]
         scenario = customer_scenario(self.situations[situation], self.twin, customer)
-        self._subjects.named = []
         case = simulate_case(
-            agent,
+            self.agents[version],
             scenario,
             self.twin,
             case_seed=CASE_SEED,
             case_id=f"prod-{customer}",
-            agent_spec=f"demo:{version}",
+            agent_spec=f"{self.server.url}#{version}",
         )
         graded = grade_case(case)
         order, expected = payment_expectations(scenario, case)
@@ -164,9 +148,7 @@ class DemoCoService:
             customer=customer,
             situation=situation,
             version=version,
-            trace_id=agent.last_trace_id,
             order_id=order,
-            subjects=tuple(self._subjects.named),
             claimed_status=case.claimed_outcome,
             verified_status=graded.verified.status,
             verified=graded.verified.verified,
@@ -175,4 +157,6 @@ class DemoCoService:
 
     def close(self) -> None:
         for agent in self.agents.values():
-            close_agent(agent.agent)
+            agent.close()
+        self.endpoint.stop()
+        self.server.stop()

@@ -4,7 +4,9 @@ Each run acts out the chosen manifest with the scripted planner, reaching its to
 `tools_base_url` it is given (in simulations: the twin endpoint, with the case token in `tool_headers`).
 Opt-in, a real model plans instead (`planner=`; `serve_cli` reads AGENTTWIN_DEMO_AGENT_MODEL=anthropic and
 ANTHROPIC_API_KEY); its replies say `model_kind: llm`. A model that fails is answered 504 AGENT_TIMEOUT
-(timeouts) or 502 with the finding as the code (auth, rate limit, overload, ...).
+(timeouts) or 502 with the finding as the code (auth, rate limit, overload, ...). Opt-in too, each run is
+traced through the AgentTwin SDK (`tracing=`: producers/agents/traced.py), as a team would instrument its
+service, each call naming the order it acts on as the run's subject; the reply's `trace_id` is then the run's.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from producers.agents.contract import (
 )
 from producers.agents.demo_agent import DemoAgent, PlannerFactory
 from producers.agents.http_tool_client import DEFAULT_TOOL_TIMEOUT_S, HttpToolClient
+from producers.agents.traced import TracedAgent
 from producers.http_wire import AppServer, BackgroundServer, BodyError, JsonHandler, read_json_object
+from producers.sdk.tracing import AgentTwin
 from twin_engine.documents import AgentManifest, demo_manifest, demo_manifest_versions
 
 JSON = Any
@@ -140,11 +144,25 @@ class _NoTools:
         return []
 
 
+def demo_subject(tool: str, arguments: dict[str, JSON]) -> str | None:
+    """Demo Co's business subject: the order a call names (what the payment system verifies by)."""
+    order = arguments.get("order_id") if isinstance(arguments, dict) else None
+    return f"order:{order}" if isinstance(order, str) and order else None
+
+
 def run_demo_agent(
-    run: RunRequest, version: str, *, tool_timeout_s: float, planner: PlannerFactory | None = None
-) -> AgentResult:
+    run: RunRequest,
+    version: str,
+    *,
+    tool_timeout_s: float,
+    planner: PlannerFactory | None = None,
+    tracing: AgentTwin | None = None,
+) -> tuple[AgentResult, str | None]:
+    """The run's result, and its trace id when `tracing` instruments it (producers/agents/traced.py)."""
     manifest = _manifest(version)
-    agent = DemoAgent(manifest, contained=run.contained, planner=planner)
+    agent: DemoAgent | TracedAgent = DemoAgent(manifest, contained=run.contained, planner=planner)
+    if tracing is not None:
+        agent = TracedAgent(agent, tracing, name=AGENT_NAME, subject_of=demo_subject)
     tools = tuple(
         ToolSpec(t.name, t.description or "", t.risk or "", dict(t.input_schema) if t.input_schema else None)
         for t in manifest.tools
@@ -167,17 +185,19 @@ def run_demo_agent(
         conversation=run.conversation,
     )
     try:
-        return agent.run(request)
+        result = agent.run(request)
+        return result, agent.last_trace_id if isinstance(agent, TracedAgent) else None
     finally:
         if isinstance(client, HttpToolClient):
             client.close()
 
 
-def run_reply(result: AgentResult, version: str) -> dict[str, JSON]:
-    """The 200 body of `POST /run` (spec §5.3), plus the token estimate and accounted backoff."""
+def run_reply(result: AgentResult, version: str, trace_id: str | None = None) -> dict[str, JSON]:
+    """The 200 body of `POST /run` (spec §5.3), plus the token estimate and accounted backoff. `trace_id`: the
+    run's own when it was traced, else a fresh one."""
     return {
         "output": result.output,
-        "trace_id": secrets.token_hex(16),
+        "trace_id": trace_id or secrets.token_hex(16),
         "status": result.status,
         "agent_name": AGENT_NAME,
         "agent_version": version,
@@ -205,10 +225,12 @@ class DemoAgentServer(BackgroundServer):
         token: str | None = None,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         planner: PlannerFactory | None = None,
+        tracing: AgentTwin | None = None,
     ) -> None:
         self.token = token
         self.tool_timeout_s = tool_timeout_s
         self.planner = planner  # None: the scripted planner
+        self.tracing = tracing  # None: runs are not traced; else each run through the AgentTwin SDK
         self._server = AppServer((host, port), self, _DemoHandler)
 
     @property
@@ -261,7 +283,9 @@ class _DemoHandler(JsonHandler):
             self.send_error_json(404, "UNKNOWN_VERSION", f"Unknown agent version '{version}'.")
             return
         try:
-            result = run_demo_agent(run, version, tool_timeout_s=app.tool_timeout_s, planner=app.planner)
+            result, trace_id = run_demo_agent(
+                run, version, tool_timeout_s=app.tool_timeout_s, planner=app.planner, tracing=app.tracing
+            )
         except AgentRunError as exc:  # the model failed: say which way, so the caller grades it honestly
             status = 504 if exc.finding == "AGENT_TIMEOUT" else 502
             self.send_error_json(status, exc.finding, exc.message)
@@ -269,7 +293,7 @@ class _DemoHandler(JsonHandler):
         except Exception as exc:  # boundary: a failed run is answered as AGENT_ERROR, with its reason
             self.send_error_json(500, "AGENT_ERROR", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
             return
-        self.send_json(200, run_reply(result, version))
+        self.send_json(200, run_reply(result, version, trace_id))
 
 
 def _missing_body() -> dict[str, JSON]:

@@ -31,9 +31,10 @@ def test_the_production_story_flags_1_3_0_and_clears_it_with_1_3_1(
     spans = runtime.read_events("spans")
     assert spans and all(s.resource_attributes.get("agenttwin.sdk.name") == "agenttwin-python" for s in spans)
     minutes = int(re.search(r"(\d+) minutes of traffic", text).group(1))  # type: ignore[union-attr]
-    verified = runtime.read_events("verified-outcomes")
-    assert len(verified) == len({v.trace_id for v in verified}) == minutes * PER_MINUTE
-    assert sum(v.source == "external_callback" for v in verified) > 0.8 * len(verified)
+    verified = runtime.read_events("verified-outcomes")  # by order id, brought to the trace by the subject join
+    assert len(verified) == len({v.trace_id for v in verified})
+    assert 0.85 * minutes * PER_MINUTE < len(verified) < minutes * PER_MINUTE  # runs that named no order: none
+    assert {v.trace_id for v in verified} <= {s.trace_id for s in spans}
     runtime.close()
     page = tmp_path / "production.html"
     assert page.is_file() and "support-refund-agent 1.3.0" in page.read_text()

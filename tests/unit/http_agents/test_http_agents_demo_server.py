@@ -110,3 +110,26 @@ def test_run_against_the_twin_endpoint(demo: DemoAgentServer, demo_twin: Twin) -
     assert set(data["tool_calls"][0]) >= {"name", "arguments", "status", "error_code", "retry_after"}
     assert [record.tool for record in case.records] == tools
     assert case.state["orders"]["ORD-1001"]["refund_count"] == 1
+
+
+def test_a_traced_server_traces_each_run_through_the_sdk_and_answers_with_its_trace_id() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from producers.sdk import AgentTwin
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with DemoAgentServer(tracing=AgentTwin(tracer_provider=provider)) as server:
+        reply = post_run(server, {"input": MESSAGE, "agent_version": "1.3.0", "session_id": "s-1"}).json()
+    spans = exporter.get_finished_spans()
+    (root,) = [s for s in spans if s.parent is None]
+    assert reply["trace_id"] == format(root.context.trace_id, "032x")
+    attrs = dict(root.attributes or {})
+    assert attrs["agenttwin.agent.name"] == "support-refund-agent" and attrs["agenttwin.agent.version"] == "1.3.0"
+    assert attrs["agenttwin.session.id"] == "s-1" and attrs["agenttwin.subject"] == "order:ORD-1001"
+    tools = [s for s in spans if s.parent is not None]  # no tools_base_url: every call fails, and says so
+    assert tools and all(dict(s.attributes or {})["agenttwin.tool.result_status"] == "error" for s in tools)
+    assert {s.context.trace_id for s in spans} == {root.context.trace_id}
