@@ -44,6 +44,7 @@ from streams.kafka.batch_step import BatchOutcome, apply_changes, changelog_reco
 from streams.kafka.clients import consume_ready, consumer_config, ensure_changelog, producer_config
 from streams.kafka.codec import KafkaCodec
 from streams.kafka.naming import Naming
+from streams.kafka.owned_folders import OwnedFolder, sweep
 from streams.kafka.partition_stores import PartitionStores, read_changelog_partition
 from streams.kafka.planner_loop import source_of
 from streams.kafka.reading import committed_positions
@@ -63,7 +64,8 @@ CALL_TIMEOUT_S = 30.0  # a transactional call (init, offsets, commit, abort)
 # aborts it; a batch's transaction lasts only its writes (the processing happens before it begins).
 TRANSACTION_TIMEOUT_S = 10.0
 MAX_BACKOFF_S = 5.0
-STORES_DIR = "stores"  # under the data dir: one folder per worker process, a file per partition in it
+# under the data dir: a folder per worker process (streams/kafka/owned_folders.py), a file per partition in it
+STORES_DIR = "stores"
 
 
 class BatchWorker(ThreadLoop):
@@ -113,17 +115,24 @@ class BatchWorker(ThreadLoop):
 
     # --- the loop -------------------------------------------------------------------------------
 
-    def _stores_dir(self) -> Path:
+    def _stores_folder(self) -> tuple[Path, OwnedFolder | None]:
         if self.data_dir is None:
-            return Path(tempfile.mkdtemp(prefix=f"{self.name}-{self._uid}-"))
-        return self.data_dir / STORES_DIR / f"{self.name}-{self._uid}"
+            return Path(tempfile.mkdtemp(prefix=f"{self.name}-{self._uid}-")), None
+        parent = self.data_dir / STORES_DIR
+        for gone in sweep(parent):  # left by killed workers: caches nobody will read
+            log.info("%s: removed %s, left by a worker that is gone", self.name, gone)
+        owned = OwnedFolder(parent, f"{self.name}-{self._uid}")
+        return owned.path, owned
 
     def run(self) -> None:
-        self.stores = PartitionStores(self._stores_dir(), budget=self.partition_budget)
+        folder, owned = self._stores_folder()
+        self.stores = PartitionStores(folder, budget=self.partition_budget)
         try:
             self._run()
         finally:
             self.stores.close()  # the files are a cache of the changelogs: nothing to keep
+            if owned is not None:
+                owned.release()
 
     def _run(self) -> None:
         consumer = Consumer(
