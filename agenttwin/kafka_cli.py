@@ -75,7 +75,7 @@ def naming_for(args: argparse.Namespace, settings: Settings) -> Naming:
 
 
 def kafka_data_dir(settings: Settings) -> Path:
-    """Where faust keeps its local files (stores are in memory; their changelogs are on Kafka)."""
+    """Local files of the Kafka workers: faust's, and the batch worker's store files (caches of the changelogs)."""
     return settings.resolved_data_dir / "kafka"
 
 

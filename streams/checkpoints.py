@@ -36,6 +36,11 @@ from streams._errors import StreamsError
 from streams.kafka.store_codec import dumps, loads
 
 FORMAT = "agenttwin-checkpoint/1"
+# Store keys a long-running join keeps in memory across commits; the rest of its state is on disk. An
+# outcome-join trace takes about two keys (its entry, its time-index item) and a few KB in memory. The live
+# joins beside the receiver use it per join (producers/otlp/live.py), the Kafka batch worker over all its
+# partitions (streams/kafka/batch_worker.py); docs/guides/live-join-state.md, docs/guides/kafka-workers.md.
+STATE_BUDGET = 50_000
 _ABSENT = object()  # cached: the key is not in the store
 
 _log = logging.getLogger(__name__)

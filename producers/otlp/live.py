@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from producers.otlp.publishing import Committed, GroupCommitPublisher, LockedPublisher
-from streams.checkpoints import Checkpoint, CheckpointCorrupt, set_aside
+from streams.checkpoints import STATE_BUDGET, Checkpoint, CheckpointCorrupt, set_aside
 from streams.embedded import CHECKPOINT_EVERY, DecodeError, EmbeddedRuntime, dead_letter
 from streams.embedded_log import LogRecord
 from streams.events import Event
@@ -31,9 +31,6 @@ from streams.processors.base import Processor, Store
 
 _log = logging.getLogger(__name__)
 BATCH = 500  # outputs appended at once at most
-# Store keys a live join keeps in memory across checkpoint commits; the rest of its state is on disk. An
-# outcome-join trace takes about two keys (its entry, its time-index item) and a few KB in memory.
-STATE_BUDGET = 50_000
 COMMIT_EVERY_S = 1.0
 
 

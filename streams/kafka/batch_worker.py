@@ -14,7 +14,9 @@ Members share the input partitions with the range assignor, which gives partitio
 same member (the inputs are co-partitioned; a sticky assignor balances partitions over all topics and would
 split them). A partition's store is (re)loaded from its changelog partition
 (read_committed, to its end: streams/kafka/partition_stores.py) the first time the member touches it after
-it was assigned. Each process has its own transactional id; a killed member is fenced by its group generation
+it was assigned, into a fresh local file that keeps a memory budget of keys (STATE_BUDGET split over the
+partitions) and the rest on disk; the changelog stays the source of truth (docs/guides/kafka-workers.md).
+Each process has its own transactional id; a killed member is fenced by its group generation
 (KIP-447), and its open transaction ends after TRANSACTION_TIMEOUT_S, which the next owner waits for (its
 committed offsets and changelog stay unstable until then).
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -35,11 +38,13 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from streams.checkpoints import STATE_BUDGET
 from streams.kafka.batch_sender import Outgoing
 from streams.kafka.batch_step import BatchOutcome, apply_changes, changelog_records, handle_batch
 from streams.kafka.clients import consume_ready, consumer_config, ensure_changelog, producer_config
 from streams.kafka.codec import KafkaCodec
 from streams.kafka.naming import Naming
+from streams.kafka.owned_folders import OwnedFolder, sweep
 from streams.kafka.partition_stores import PartitionStores, read_changelog_partition
 from streams.kafka.planner_loop import source_of
 from streams.kafka.reading import committed_positions
@@ -59,6 +64,8 @@ CALL_TIMEOUT_S = 30.0  # a transactional call (init, offsets, commit, abort)
 # aborts it; a batch's transaction lasts only its writes (the processing happens before it begins).
 TRANSACTION_TIMEOUT_S = 10.0
 MAX_BACKOFF_S = 5.0
+# under the data dir: a folder per worker process (streams/kafka/owned_folders.py), a file per partition in it
+STORES_DIR = "stores"
 
 
 class BatchWorker(ThreadLoop):
@@ -67,10 +74,11 @@ class BatchWorker(ThreadLoop):
         processor: Processor,
         bootstrap: str,
         naming: Naming,
-        data_dir: Path | None = None,  # unused: the signature of FaustWorker, whose place it takes
+        data_dir: Path | None = None,  # where the store files go; None: a temporary folder
         *,
         tick_interval_s: float = TICK_INTERVAL_S,
         batch_max: int = BATCH_MAX,
+        state_budget: int = STATE_BUDGET,  # store keys in memory over all partitions; the rest on disk
     ) -> None:
         partitions = {TOPIC_BY_NAME[t].partitions for t in processor.inputs}
         if len(partitions) != 1:
@@ -80,7 +88,10 @@ class BatchWorker(ThreadLoop):
         self.bootstrap, self.naming = bootstrap, naming
         (self._partitions,) = partitions
         self.changelog = naming.changelog(processor.name)
-        self.stores = PartitionStores()
+        self.data_dir = data_dir
+        # split over every partition of the inputs, so all of them assigned here stay within the budget
+        self.partition_budget = max(1, state_budget // self._partitions)
+        self.stores = PartitionStores()  # replaced by disk-backed stores when the loop runs
         self.transactions = 0
         self._codec = KafkaCodec(naming)
         self._inputs = [naming.topic(t) for t in processor.inputs]
@@ -91,8 +102,10 @@ class BatchWorker(ThreadLoop):
         self._ticked_at: datetime | None = None
         self._next_tick = 0.0
         self._committed: dict[tuple[str, int], int] = {}
-        # one per process: members are fenced by their group generation, not by a shared id (KIP-447)
-        self._transactional_id = naming.transactional_id(f"{processor.name}-{uuid.uuid4().hex[:12]}")
+        # one per process: members are fenced by their group generation, not by a shared id (KIP-447); the
+        # store folder too, so two processes on one data dir never share a file
+        self._uid = uuid.uuid4().hex[:12]
+        self._transactional_id = naming.transactional_id(f"{processor.name}-{self._uid}")
         self._consumer: Consumer | None = None
         self._cluster = ClusterWatch()
 
@@ -102,7 +115,26 @@ class BatchWorker(ThreadLoop):
 
     # --- the loop -------------------------------------------------------------------------------
 
+    def _stores_folder(self) -> tuple[Path, OwnedFolder | None]:
+        if self.data_dir is None:
+            return Path(tempfile.mkdtemp(prefix=f"{self.name}-{self._uid}-")), None
+        parent = self.data_dir / STORES_DIR
+        for gone in sweep(parent):  # left by killed workers: caches nobody will read
+            log.info("%s: removed %s, left by a worker that is gone", self.name, gone)
+        owned = OwnedFolder(parent, f"{self.name}-{self._uid}")
+        return owned.path, owned
+
     def run(self) -> None:
+        folder, owned = self._stores_folder()
+        self.stores = PartitionStores(folder, budget=self.partition_budget)
+        try:
+            self._run()
+        finally:
+            self.stores.close()  # the files are a cache of the changelogs: nothing to keep
+            if owned is not None:
+                owned.release()
+
+    def _run(self) -> None:
         consumer = Consumer(
             consumer_config(
                 self.bootstrap,
@@ -192,6 +224,7 @@ class BatchWorker(ThreadLoop):
         records = [_outgoing(self._codec.encode(e)) for e in done.outputs]
         records += changelog_records(self.changelog, changes.items())
         if not records and not offsets:
+            self.stores.commit(set(done.views))  # nothing changed; the reads are trimmed to the budget
             return producer, True
         try:
             producer.begin_transaction()
@@ -211,6 +244,7 @@ class BatchWorker(ThreadLoop):
         for p, partition_changes in changes.items():
             if partition_changes and self.stores.loaded(p):
                 apply_changes(self.stores[p], partition_changes)
+        self.stores.commit(set(changes))  # to the local files, keeping the budget in memory
         return producer, True
 
     def _before_commit(self, outputs: int) -> None:
@@ -299,7 +333,9 @@ class BatchWorker(ThreadLoop):
         delay = 0.2
         while not self.stores.loaded(partition):
             try:
-                self.stores.put(partition, read_changelog_partition(self.bootstrap, self.changelog, partition))
+                self.stores.load(
+                    partition, lambda store: read_changelog_partition(self.bootstrap, self.changelog, partition, store)
+                )
             except (KafkaException, TimeoutError, RuntimeError) as exc:  # the cluster away, or a dead member's
                 # transaction still open: wait, read again
                 log.warning("%s: could not read %s/%d (%s); retrying in %.1f s", self.name, self.changelog,

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -263,7 +263,7 @@ class FaustWorker:
         """Process a batch: every output acknowledged, then every store change, then the batch counts as done
         (streams/kafka/batch_step.py handles the events)."""
         async with self._busy:
-            loaded: dict[int, tuple[dict[str, Any], int]] = {}
+            loaded: dict[int, tuple[MutableMapping[str, Any], int]] = {}
             for p in sorted({s.partition for s in sources}):
                 loaded[p] = await self._load(p)
             done = handle_batch(
@@ -299,7 +299,7 @@ class FaustWorker:
         inputs = {self._naming.topic(t) for t in self.processor.inputs}
         return sorted({tp.partition for tp in self.app.consumer.assignment() if tp.topic in inputs})
 
-    async def _load(self, partition: int) -> tuple[dict[str, Any], int]:
+    async def _load(self, partition: int) -> tuple[MutableMapping[str, Any], int]:
         """Make sure the partition's store is loaded; returns it and the generation it was loaded in."""
         delay = 0.2
         while not self.stores.loaded(partition):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined, unused-ignore]
 
+from streams.checkpoints import Checkpoint
 from streams.kafka.clients import ensure_changelog, producer_config
-from streams.kafka.partition_stores import LEGACY_SEED_KEY, PartitionStores, read_changelog_partition
+from streams.kafka.partition_stores import CACHE_TAG, LEGACY_SEED_KEY, PartitionStores, read_changelog_partition
 from streams.kafka.store_codec import dumps
 from tests.integration.kafka.kafka_pipeline_support import new_naming
 
@@ -55,6 +57,33 @@ def test_a_partition_reads_back_as_each_keys_last_value_without_tombstones(kafka
     assert read_changelog_partition(kafka_bootstrap, topic, 2) == {"case-a": {"n": 3, "at": at}}
     assert read_changelog_partition(kafka_bootstrap, topic, 4) == {"case-c": True}
     assert read_changelog_partition(kafka_bootstrap, topic, 0) == {}
+
+
+class _Watched(Checkpoint):
+    """A store that records how many keys it held in memory at each commit."""
+
+    held: list[int]
+
+    def commit(self, offsets: dict[str, int], clock: datetime | None) -> None:
+        self.held.append(self.in_memory)
+        super().commit(offsets, clock)
+
+
+def test_a_disk_backed_store_loads_in_bounded_memory(kafka_bootstrap: str, tmp_path: Path) -> None:
+    topic = new_naming().changelog("outcome-join")
+    ensure_changelog(kafka_bootstrap, topic, 6)
+    records: list[tuple[str, object | None]] = [(f"k{i}", {"i": i}) for i in range(40)]
+    records += [("k3", None), (LEGACY_SEED_KEY, {"seed": True}), ("k5", {"i": -5})]
+    _write(kafka_bootstrap, topic, 1, records)
+    store = _Watched(tmp_path / "p1.sqlite", "partition-1", CACHE_TAG, budget=2)
+    store.held = []
+    assert read_changelog_partition(kafka_bootstrap, topic, 1, store, commit_every=10) is store
+    store.commit({}, None)
+    # committed every 10 records while reading: never more than budget + 10 keys in memory
+    assert len(store.held) >= 4 and max(store.held) <= 2 + 10 and store.in_memory <= 2
+    assert dict(store.items()) == read_changelog_partition(kafka_bootstrap, topic, 1)  # the same as a dict
+    assert "k3" not in store and store["k5"] == {"i": -5} and len(store) == 39
+    store.close()
 
 
 def test_forgotten_partitions_must_be_loaded_again() -> None:
