@@ -131,6 +131,27 @@ def _embedded_cpu(f: dict[str, Any]) -> tuple[str, str, str]:
     return figure, f"{_n(f['baseline_spans_per_cpu_s'])} spans per CPU second (decode + append)", _n(f["ratio"], 3)
 
 
+def _worker_loaded(f: dict[str, Any]) -> tuple[str, str, str]:
+    runs = f["runs"]
+    parts = [
+        f"{r['workers']} {r.get('loop', 'batch')} worker(s) {_n(r['spans_per_s'])} spans/s "
+        f"({_n(r['spans_per_cpu_s'])} per CPU s; {r['alerts']:,} alerts, {r['alerts_doubled']} doubled)"
+        for r in runs
+    ]
+    scale = next((r["ratio_to_first"] for r in runs[1:] if "ratio_to_first" in r), None)
+    figure = "; ".join(parts) + (f"; {_n(scale, 2)}× the first" if scale is not None else "")
+    return figure, f"{_n(runs[0]['raw_messages_per_s'])} msgs/s raw consume + decode", _n(runs[0]["ratio_to_raw"], 3)
+
+
+def _worker_offered(f: dict[str, Any]) -> tuple[str, str, str]:
+    figure = (
+        f"{f['workers']} worker(s), {_n(f['rate_offered'])} spans/s offered for {_n(f['minutes'])} min: "
+        f"alert p50 {_n(f['alert_p50_ms'])} ms, p99 {_n(f['alert_p99_ms'])} ms; lag 0 "
+        f"{_n(f['lag_zero_after_end_s'], 2)} s after the end; {f['alerts']:,} alerts, {f['alerts_doubled']} doubled"
+    )
+    return figure, f"{_n(f['spans_per_s_sent'])} spans/s sent", "—"
+
+
 def _reports(f: dict[str, Any]) -> tuple[str, str, str]:
     figure = f"{_n(f['ms_per_report'], 2)} ms a verification report on a kept-alive connection"
     baseline = f"{_n(f['baseline_ms_per_report_with_nagle'], 2)} ms with Nagle on"
@@ -151,6 +172,12 @@ FIGURES: dict[str, Callable[[dict[str, Any]], tuple[str, str, str]]] = {
     "bench_peer": _peer,
     "bench_outcome_reports": _reports,
     "bench_embedded_cpu": _embedded_cpu,
+    "bench_worker_batch1_batch2": _worker_loaded,
+    "bench_worker_1": _worker_loaded,
+    "bench_worker_1_2": _worker_loaded,
+    "bench_worker_faust1_batch1_batch2": _worker_loaded,
+    "bench_worker_rate_1": _worker_offered,
+    "bench_worker_rate_2": _worker_offered,
 }
 
 
