@@ -103,7 +103,7 @@ class Production:
             chunk = range(first, min(first + EXPORT_EVERY, len(drawn)))
             served = [self.service.serve(*drawn[i], minute * PER_MINUTE + i) for i in chunk]
             last = self.start + timedelta(minutes=minute) + chunk[-1] * every  # the chunk's last customer
-            # the agents' processes export what ended since the last export (a BatchSpanProcessor's 5 s)
+            # the agent service exports the runs that ended since its last export (a BatchSpanProcessor's 5 s)
             self.clock.at = last + every / 4
             self.provider.force_flush()
             # then the payment system posts what it verified of those customers' orders
