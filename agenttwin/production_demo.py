@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import secrets
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from agenttwin.errors import CliError
 from agenttwin.render import out
 from consumers.alerts import alert_line
 from evaluation.version_watch import REPLACED
-from producers.production_traffic import DEMO_CO_TRAFFIC, DEMO_TENANT
+from producers.production_traffic import DEMO_TENANT, canary_draws
 from streams.events import Event, VersionCleared, VersionRegressed
 
 PER_MINUTE = 120
@@ -46,14 +45,7 @@ KAFKA_PAUSE_S = 1.0
 
 def customers(minute: int, canary: str) -> list[tuple[str, str]]:
     """The version and situation of each customer of `minute` (seeded by the minute)."""
-    rng = random.Random(SEED * 10_000 + minute)
-    names = list(DEMO_CO_TRAFFIC)
-    weights = [DEMO_CO_TRAFFIC[n] for n in names]
-    drawn = []
-    for _ in range(PER_MINUTE):
-        version = canary if rng.random() < SHARE else BASELINE
-        drawn.append((version, rng.choices(names, weights=weights)[0]))
-    return drawn
+    return canary_draws(SEED * 10_000 + minute, PER_MINUTE, canary, baseline=BASELINE, share=SHARE)
 
 
 class StoryClock:
@@ -110,9 +102,7 @@ class Production:
             self.clock.at = last + every / 2
             reports = [v for v in (s.verification() for s in served) if v is not None]
             for v in reports:
-                self.reporter.report_outcome(
-                    v["trace_id"], v["status"], v["verified"], v["source"], v["evidence"], subject=v["subject"]
-                )
+                self.reporter.report_outcome(**v)
             self.reporter.flush()
             self.served += len(served)
             self.reported += len(reports)

@@ -27,7 +27,13 @@ from typing import Any
 from evaluation.grader import grade_case
 from producers.agents.demo_server import DemoAgentServer
 from producers.agents.http_agent import HttpAgent
-from producers.production_traffic import DEMO_AGENT, DEMO_CO_TRAFFIC, observed_states, payment_expectations
+from producers.production_traffic import (
+    DEMO_AGENT,
+    DEMO_CO_TRAFFIC,
+    observed_states,
+    payment_evidence,
+    payment_expectations,
+)
 from producers.sdk.tracing import AgentTwin
 from producers.simulator import simulate_case
 from producers.twin_http import TwinEndpoint
@@ -138,12 +144,7 @@ class DemoCoService:
         )
         graded = grade_case(case)
         order, expected = payment_expectations(scenario, case)
-        evidence = {
-            "situation": situation,
-            "order_id": order or "",
-            "expected": dict(expected),
-            "observed": dict(observed_states(case, expected)),
-        }
+        evidence = payment_evidence(situation, order, expected, observed_states(case, expected))
         return Served(
             customer=customer,
             situation=situation,

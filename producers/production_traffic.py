@@ -299,12 +299,7 @@ def trace_events(
     links = [link for s in spans for link in interpreted(s)[1]] if by_order else []
     status = outcome.verified_status if outcome.verified else "UNKNOWN"
     source = "external_callback" if outcome.verified else "unavailable"
-    evidence = {
-        "situation": outcome.scenario,
-        "order_id": order or "",
-        "expected": dict(outcome.expected),
-        "observed": dict(outcome.observed),
-    }
+    evidence = payment_evidence(outcome.scenario, order, outcome.expected, outcome.observed)
     verified_at = at + verify_after
     subject = f"order:{order}"
     if any(link.subject == subject for link in links):
@@ -320,6 +315,29 @@ def trace_events(
 
 DEMO_AGENT = "support-refund-agent"
 DEMO_TENANT = "demo-co"
+
+
+def canary_draws(
+    seed: int, customers: int, canary: str, *, baseline: str = "1.2.4", share: float = 0.1
+) -> list[tuple[str, str]]:
+    """The version serving each of `customers` customers (`canary` for `share` of them, else `baseline`) and
+    the situation they are in, seeded."""
+    rng = random.Random(seed)
+    names = list(DEMO_CO_TRAFFIC)
+    weights = [DEMO_CO_TRAFFIC[n] for n in names]
+    drawn = []
+    for _ in range(customers):
+        version = canary if rng.random() < share else baseline
+        drawn.append((version, rng.choices(names, weights=weights)[0]))
+    return drawn
+
+
+def payment_evidence(
+    situation: str, order: str | None, expected: Sequence[tuple[str, Any]], observed: Sequence[tuple[str, Any]]
+) -> dict[str, Any]:
+    """What the payment system says of an order: the situation, the order, and each expected state beside what
+    it holds."""
+    return {"situation": situation, "order_id": order or "", "expected": dict(expected), "observed": dict(observed)}
 
 
 def canary_events(
@@ -338,13 +356,8 @@ def canary_events(
     served by `canary` and the rest by `baseline` (seeded); trace ids are unique per seed and customer.
     `by_order`: verifications name the customer's order (see `trace_events`)."""
     table = outcomes or {v: situation_outcomes(v) for v in (baseline, canary)}
-    rng = random.Random(seed)
-    names = list(DEMO_CO_TRAFFIC)
-    weights = [DEMO_CO_TRAFFIC[n] for n in names]
     events: list[Any] = []
-    for i in range(customers):
-        version = canary if rng.random() < share else baseline
-        situation = rng.choices(names, weights=weights)[0]
+    for i, (version, situation) in enumerate(canary_draws(seed, customers, canary, baseline=baseline, share=share)):
         events += trace_events(
             table[version][situation],
             agent=DEMO_AGENT,

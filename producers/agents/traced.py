@@ -71,8 +71,3 @@ class TracedAgent:
             if result.claimed_outcome:
                 run.claim_outcome(result.claimed_outcome, result.business_outcome)
             return result
-
-    def close(self) -> None:
-        close = getattr(self.agent, "close", None)
-        if callable(close):
-            close()
