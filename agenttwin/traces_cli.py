@@ -103,6 +103,7 @@ def add_alerts_parser(sub: Any) -> None:
 def ingest(args: argparse.Namespace) -> int:
     from agenttwin.settings import load_settings
     from evaluation.claim_model import claim_classifier
+    from producers.otlp.admission import Admission
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
     from producers.otlp.live import LiveProcessor, run_every
     from producers.otlp.outcomes import OUTCOMES_PATH
@@ -150,12 +151,7 @@ def ingest(args: argparse.Namespace) -> int:
         publisher = GroupCommitPublisher(runtime)  # requests arriving together share one fsync
         closers.insert(0, publisher)  # commits what is queued before the log closes
         where = f"embedded log {data_dir}"
-    try:
-        server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body)
-    except OSError as exc:  # e.g. the port is taken: one line, exit 2, nothing left open
-        for closer in closers:
-            closer.close()
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    joins: list[LiveProcessor] = []
     if not bootstrap and args.join_every > 0:
         joins = [
             LiveProcessor(runtime, SubjectJoin(), publisher, tick_every_s=TICK_EVERY_S),
@@ -164,6 +160,14 @@ def ingest(args: argparse.Namespace) -> int:
             LiveProcessor(runtime, VersionTally(), publisher),
             LiveProcessor(runtime, VersionWatch(), publisher),
         ]
+    admission = Admission(joins).admit if joins else None  # spans wait while a join is behind
+    try:
+        server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body, admission=admission)
+    except OSError as exc:  # e.g. the port is taken: one line, exit 2, nothing left open
+        for closer in closers:
+            closer.close()
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    if joins:
 
         def adopt() -> int:  # dead letters a webhook beside this writer made (streams/log_reader.py)
             with publisher.lock:

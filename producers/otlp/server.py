@@ -83,8 +83,10 @@ class Receiver:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         clock: Callable[[], datetime] = wall_clock,
+        admission: Callable[[], bool] | None = None,
     ):
         self.publisher = serialized(publisher)
+        self.admission = admission  # backpressure from the live joins (producers/otlp/admission.py)
         self.clock = clock  # the receive time stamped on every span
         self.keys = keys
         self.max_body_bytes = max_body_bytes
@@ -121,6 +123,8 @@ class Receiver:
             raise IngestError(503, f"{what} could not be stored; retry later") from exc
 
     def accept(self, tenant: str, body: bytes, content_type: str, encoding: str | None) -> Accepted:
+        if self.admission is not None and not self.admission():
+            raise IngestError(503, "the live joins are behind; retry later")
         data = decompress(body, encoding, self.max_body_bytes)
         batch = map_request(parse_request(data, content_type), tenant, received_at=self.clock())
         written = 0
@@ -248,9 +252,11 @@ def make_server(
     keys: ApiKeys,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    admission: Callable[[], bool] | None = None,
 ) -> IngestServer:
-    """A bound receiver (port 0 picks a free port); call serve_forever() or start()."""
-    receiver = Receiver(publisher, keys, max_body_bytes=max_body_bytes)
+    """A bound receiver (port 0 picks a free port); call serve_forever() or start(). `admission`, when
+    given, is asked before a request's spans are read: False answers 503 (producers/otlp/admission.py)."""
+    receiver = Receiver(publisher, keys, max_body_bytes=max_body_bytes, admission=admission)
     handler = type("IngestHandler", (_Handler,), {"receiver": receiver})
     server = IngestServer((host, port), handler)
     server.receiver = receiver

@@ -3,7 +3,8 @@
 Proves: every 200 is covered by an fsync that started after the request's spans were written (the
 durable prefix of the topic file holds them); batches queued together share one fsync; no fsync runs
 while the publisher's lock is held; the live join fed in memory gives the same alerts, once each, as a
-join that decodes the log; a batch the log partly held is read back from the log, not lost; a receiver
+join that decodes the log, and so does a join far behind (its inbox holds a budget of events, the rest
+is read from the log); a batch the log partly held is read back from the log, not lost; a receiver
 killed after its 200s keeps the spans.
 """
 
@@ -240,6 +241,37 @@ def test_the_fed_join_alerts_once_each_like_a_join_that_reads_the_log(tmp_path: 
         reading.step()
         assert reading.fed == 0
         assert _alert_bytes(runtime) == fed  # byte for byte
+
+
+def test_a_join_behind_the_receiver_holds_at_most_its_inbox_budget_and_reads_the_rest_from_the_log(
+    tmp_path: Path,
+) -> None:
+    budget = 12  # events: two or three runs' spans
+    with EmbeddedRuntime(tmp_path / "behind", fsync=False) as runtime, GroupCommitPublisher(runtime) as publisher:
+        live = LiveProcessor(runtime, OutcomeJoin(), publisher, inbox_budget=budget)
+        for n in range(30):  # thirty runs while the join does not step
+            publisher.publish(spans_of(n))
+            publisher.publish([failure(n)])
+            held = sum(len(c) for _, _, c in live._inbox if isinstance(c, list))
+            assert held <= budget
+            assert len(live._inbox) <= budget + len(OutcomeJoin.inputs)  # a note per topic, not one per batch
+        assert live.spilled > 0
+        live.step()
+        publisher.publish(spans_of(30))  # after a step the feed carries events again
+        publisher.publish([failure(30)])
+        live.step()
+        total = sum(runtime.log.end_offset(t) for t in OutcomeJoin.inputs)
+        assert 0 < live.fed < total and live.fed + live.spilled == total
+        assert live.cursors == {t: runtime.log.end_offset(t) for t in live.cursors}
+        behind = _alert_bytes(runtime)
+        inputs = {t: runtime.read_events(t) for t in OutcomeJoin.inputs}
+    assert len(behind) == 31  # one alert a run, none twice
+    with EmbeddedRuntime(tmp_path / "read", fsync=False) as runtime:
+        serial = SerializedPublisher(runtime)
+        for events in inputs.values():
+            serial.publish(events)
+        LiveProcessor(runtime, OutcomeJoin(), serial).step()
+        assert _alert_bytes(runtime) == behind  # byte for byte
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")

@@ -1,0 +1,99 @@
+"""Backpressure from the live joins to the receiver (producers/otlp/admission.py).
+
+Proves, on the real embedded log and a real receiver on 127.0.0.1: a request whose spans arrive while a
+join is behind waits, and is answered 200 once the join has stepped; a request that waited its limit is
+answered 503 with Retry-After and nothing of it is written; a join that is not behind holds nothing.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+from pathlib import Path
+
+from producers.otlp import ApiKeys, make_server
+from producers.otlp.admission import Admission
+from producers.otlp.live import LiveProcessor
+from producers.otlp.publishing import GroupCommitPublisher
+from streams.embedded import EmbeddedRuntime
+from streams.processors.outcome_join import OutcomeJoin
+from tests.unit.traces.conftest import KEYS
+from tests.unit.traces.test_group_commit import HEADERS, failure, run_request, spans_of
+
+WAIT_S = 60.0  # generous: a loaded 2-core machine
+
+
+def _post(url: str, n: int) -> tuple[int, dict[str, str]]:
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=WAIT_S)
+    try:
+        conn.request("POST", "/v1/traces", body=run_request(n).SerializeToString(), headers=HEADERS)
+        response = conn.getresponse()
+        response.read()
+        return response.status, dict(response.getheaders())
+    finally:
+        conn.close()
+
+
+def test_spans_wait_while_a_join_is_behind_and_are_stored_once_it_caught_up(tmp_path: Path) -> None:
+    with EmbeddedRuntime(tmp_path / "data", fsync=False) as runtime, GroupCommitPublisher(runtime) as publisher:
+        live = LiveProcessor(runtime, OutcomeJoin(), publisher, admit_below=3)
+        admission = Admission([live], wait_s=WAIT_S)
+        server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping(KEYS), admission=admission.admit)
+        server.start()
+        try:
+            assert _post(server.url, 0)[0] == 200  # nothing waits yet: not held
+            assert admission.held == 0
+            publisher.publish(spans_of(1))  # another writer's events: 4 wait, the join is now behind
+            assert live.behind()
+            answered: list[int] = []
+            request = threading.Thread(target=lambda: answered.append(_post(server.url, 2)[0]))
+            request.start()
+            deadline = time.monotonic() + WAIT_S
+            while admission.held == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert admission.held == 1 and not answered  # held, not answered
+            assert runtime.log.end_offset("spans") == len(spans_of(0)) + len(spans_of(1))  # nothing of it written
+            live.step()
+            request.join(WAIT_S)
+            assert answered == [200]
+            assert runtime.log.end_offset("spans") == sum(len(spans_of(n)) for n in range(3))
+            publisher.publish([failure(n) for n in range(3)])
+            live.step()
+            live.step()
+            assert not live.behind() and admission.refused == 0
+        finally:
+            server.close()
+        assert len(list(runtime.log.read("contradictions"))) == 3  # every run's alert, once
+
+
+def test_a_request_that_waited_its_limit_is_answered_503_with_retry_after_and_writes_nothing(tmp_path: Path) -> None:
+    with EmbeddedRuntime(tmp_path / "data", fsync=False) as runtime, GroupCommitPublisher(runtime) as publisher:
+        live = LiveProcessor(runtime, OutcomeJoin(), publisher, admit_below=2)
+        admission = Admission([live], wait_s=0.2)
+        server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping(KEYS), admission=admission.admit)
+        server.start()
+        try:
+            publisher.publish(spans_of(1))  # 2 wait: behind, and never stepped
+            before = runtime.log.end_offset("spans")
+            status, headers = _post(server.url, 2)
+            assert status == 503 and headers.get("Retry-After") == "1"
+            assert runtime.log.end_offset("spans") == before
+            assert admission.refused == 1
+            assert server.receiver.stats.refused[503] == 1
+            live.step()  # caught up: the exporter's retry goes through
+            assert _post(server.url, 2)[0] == 200
+            assert runtime.log.end_offset("spans") == before + len(spans_of(2))
+        finally:
+            server.close()
+
+
+def test_a_join_far_behind_counts_as_behind_until_it_steps(tmp_path: Path) -> None:
+    with EmbeddedRuntime(tmp_path / "data", fsync=False) as runtime, GroupCommitPublisher(runtime) as publisher:
+        live = LiveProcessor(runtime, OutcomeJoin(), publisher, inbox_budget=1, admit_below=10_000)
+        assert not live.behind()
+        publisher.publish(spans_of(1))  # more than the inbox holds: noted, to be read from the log
+        assert live.spilled > 0 and live.behind()
+        live.step()
+        assert not live.behind()
