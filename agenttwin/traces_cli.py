@@ -17,7 +17,12 @@ from agenttwin.errors import CliError
 from agenttwin.render import out
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Callable
+
+    from evaluation.claim_status import ClaimReading
+    from producers.otlp.live import LiveProcessor
+    from producers.otlp.publishing import LockedPublisher
+    from streams.embedded import EmbeddedRuntime
 
 DEFAULT_JOIN_EVERY_S = 1.0
 TICK_EVERY_S = 1.0  # the joins' horizon timers, however short --join-every is
@@ -100,20 +105,35 @@ def add_alerts_parser(sub: Any) -> None:
 
 
 
+def live_joins(
+    runtime: EmbeddedRuntime, publisher: LockedPublisher, classifier: Callable[[str | None], ClaimReading]
+) -> list[LiveProcessor]:
+    """What `agenttwin ingest` runs beside the receiver on the embedded log, in the order it steps them."""
+    from producers.otlp.live import LiveProcessor
+    from streams.processors.outcome_join import OutcomeJoin
+    from streams.processors.subject_join import SubjectJoin
+    from streams.processors.version_tally import VersionTally
+    from streams.processors.version_watch import VersionWatch
+
+    return [
+        LiveProcessor(runtime, SubjectJoin(), publisher, tick_every_s=TICK_EVERY_S),
+        LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher, tick_every_s=TICK_EVERY_S),
+        # the version watch over what the joins read (docs/guides/versions.md)
+        LiveProcessor(runtime, VersionTally(), publisher),
+        LiveProcessor(runtime, VersionWatch(), publisher),
+    ]
+
+
 def ingest(args: argparse.Namespace) -> int:
     from agenttwin.settings import load_settings
     from evaluation.claim_model import claim_classifier
     from producers.otlp.admission import Admission
     from producers.otlp.keys import IngestSettings, KeyFileError, load_api_keys
-    from producers.otlp.live import LiveProcessor, run_every
+    from producers.otlp.live import run_every
     from producers.otlp.outcomes import OUTCOMES_PATH
-    from producers.otlp.publishing import ConcurrentPublisher, GroupCommitPublisher, LockedPublisher
+    from producers.otlp.publishing import ConcurrentPublisher, GroupCommitPublisher
     from producers.otlp.server import TRACES_PATH, make_server
     from streams.log_reader import adopt_dead_letters
-    from streams.processors.outcome_join import OutcomeJoin
-    from streams.processors.subject_join import SubjectJoin
-    from streams.processors.version_tally import VersionTally
-    from streams.processors.version_watch import VersionWatch
 
     settings, ingest_settings = load_settings(), IngestSettings()
     try:
@@ -153,13 +173,7 @@ def ingest(args: argparse.Namespace) -> int:
         where = f"embedded log {data_dir}"
     joins: list[LiveProcessor] = []
     if not bootstrap and args.join_every > 0:
-        joins = [
-            LiveProcessor(runtime, SubjectJoin(), publisher, tick_every_s=TICK_EVERY_S),
-            LiveProcessor(runtime, OutcomeJoin(classifier=classifier), publisher, tick_every_s=TICK_EVERY_S),
-            # the version watch over what the joins read (docs/guides/versions.md)
-            LiveProcessor(runtime, VersionTally(), publisher),
-            LiveProcessor(runtime, VersionWatch(), publisher),
-        ]
+        joins = live_joins(runtime, publisher, classifier)
     admission = Admission(joins).admit if joins else None  # spans wait while a join is behind
     try:
         server = make_server(args.host, args.port, publisher, keys, max_body_bytes=max_body, admission=admission)

@@ -4,7 +4,8 @@ On a machine shared with other work, spans/s of wall time says how much CPU the 
 counts the process's own CPU time (every thread: receiver mapping, group commit, live join) for the same
 work bench_soak drives: each request of `--traces` agent runs is mapped (producers/otlp/mapping.py),
 published through the GroupCommitPublisher, its runs' FAILURE verifications published, and the live
-outcome join stepped; at the end every run must have exactly one contradiction alert. Beside it, the
+joins `agenttwin ingest` runs (subject and outcome joins, version tally and watch) stepped; at the end
+every run must have exactly one contradiction alert. Beside it, the
 same-run baseline of bench_ingest (protobuf decode + append of the span bytes) on the same request bytes,
 also in CPU time. JSON goes under benchmarks/results/.
 
@@ -24,16 +25,16 @@ import _results
 from loadgen import Batch, RequestBuilder
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from agenttwin.traces_cli import live_joins
 from consumers.alerts import TOPIC as ALERTS
+from evaluation.claim_reader import read_claim
 from producers.otlp.codec import PROTOBUF, parse_request
-from producers.otlp.live import LiveProcessor
 from producers.otlp.mapping import map_request
 from producers.otlp.publishing import GroupCommitPublisher
 from producers.sdk.outcome import outcome_event
 from streams.clock import wall_clock
 from streams.embedded import EmbeddedRuntime
 from streams.embedded_log import EmbeddedLog, NewRecord
-from streams.processors.outcome_join import OutcomeJoin
 
 TENANT = "bench"
 
@@ -52,7 +53,8 @@ def ours(bodies: list[Batch], rss: list[float]) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
         runtime = EmbeddedRuntime(Path(tmp))
         publisher = GroupCommitPublisher(runtime)
-        live = LiveProcessor(runtime, OutcomeJoin(), publisher, tick_every_s=1.0)
+        joins = live_joins(runtime, publisher, read_claim)
+        live = joins[1]  # the outcome join
         cpu, wall = time.process_time(), time.perf_counter()
         for i, batch_in in enumerate(bodies):
             body, traces = batch_in.body, batch_in.traces
@@ -64,7 +66,8 @@ def ours(bodies: list[Batch], rss: list[float]) -> tuple[float, float, int]:
             publisher.publish(
                 [outcome_event(t, "FAILURE", True, "external_callback", "bench", tenant=TENANT, at=at) for t in traces]
             )
-            live.step()
+            for join in joins:
+                join.step()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         rss.append(rss_mb())
         if getattr(live, "checkpoint", None) is not None:  # (absent before the live joins had checkpoints)

@@ -10,7 +10,7 @@ PINNED_NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _digest(*parts: object) -> str:
-    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
+    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
 
 
 def event_id(event_type: str, *identity: object) -> str:

@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from streams._fast_init import fast_init
 from streams.events import SpanRecorded
 
 # OpenInference (openinference.semconv.trace)
@@ -140,6 +141,7 @@ _HTTP_STATUS_KEYS = ("status", "status_code", "statusCode", "http_status", "http
 _MESSAGE_INDEX = re.compile(r"^llm\.output_messages\.(\d+)\.(.+)$")
 
 
+@fast_init
 @dataclass(frozen=True)
 class RequestedCall:
     """A tool call the model asked for (it may or may not have run)."""
@@ -149,6 +151,7 @@ class RequestedCall:
     call_id: str | None = None
 
 
+@fast_init  # one per span, on the receiver's path (streams/_fast_init.py)
 @dataclass(frozen=True)
 class SpanReading:
     role: str | None = None

@@ -60,4 +60,10 @@ def to_text(value: AnyValue) -> str:
 
 def flatten(attributes: Iterable[KeyValue]) -> dict[str, str]:
     """Key -> text; a key repeated in one list keeps its last value (OTLP leaves duplicates undefined)."""
-    return {kv.key: to_text(kv.value) for kv in attributes if kv.key}
+    out: dict[str, str] = {}
+    for kv in attributes:
+        key = kv.key
+        if key:
+            value = kv.value  # most attributes are strings: read those without to_text's dispatch
+            out[key] = value.string_value if value.WhichOneof("value") == "string_value" else to_text(value)
+    return out

@@ -56,18 +56,17 @@ def _enum_name(full: str, prefix: str) -> str:
     return full.removeprefix(prefix) if full.startswith(prefix) else full
 
 
+# enum number -> name, read once from the proto's descriptors (a lookup per span instead of a Name() call)
+_KINDS = {n: _enum_name(name, "SPAN_KIND_") for name, n in Span.SpanKind.items()}
+_STATUS_CODES = {n: _enum_name(name, "STATUS_CODE_") for name, n in Status.StatusCode.items()}
+
+
 def span_kind(span: Span) -> str:
-    try:
-        return _enum_name(Span.SpanKind.Name(span.kind), "SPAN_KIND_")
-    except ValueError:  # an enum number this proto version does not know
-        return "UNSPECIFIED"
+    return _KINDS.get(span.kind, "UNSPECIFIED")  # a number this proto version does not know: UNSPECIFIED
 
 
 def status_code(span: Span) -> str:
-    try:
-        return _enum_name(Status.StatusCode.Name(span.status.code), "STATUS_CODE_")
-    except ValueError:
-        return "UNSET"
+    return _STATUS_CODES.get(span.status.code, "UNSET")
 
 
 def event_time(nanos: int) -> datetime:
@@ -101,7 +100,7 @@ def _scope_attributes(scope_spans: ScopeSpans) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ costs a call per field, and this lives for one reading
 class _Fields:
     """What a reading reads of a span, before its event is built (streams.span_reading.SpanFields)."""
 
