@@ -2,10 +2,11 @@
 
 The receiver and the joins beside it share one process, so a receiver that answers as fast as it can
 takes the CPU the joins need: they fall behind, their alerts come later and later, and what they are
-behind on piles up. So a request's spans wait, before anything of them is read, while a join is behind
-(`LiveProcessor.behind`: about a second of its work waits). The join catches up while they wait; the
-client sees a slower answer, as from any loaded server. A request that waited `wait_s` is answered 503
-with Retry-After, which OTLP exporters retry: nothing was written, nothing is lost.
+behind on piles up. So a request for `/v1/traces`, once its API key and length are checked and before
+its body is read (the body waits in the kernel's buffers, not in this process), waits while a join is
+behind (`LiveProcessor.behind`: about half a second of its work waits). The joins catch up meanwhile;
+the client sees a slower answer, as from any loaded server. A request that waited `wait_s` is answered
+503 with Retry-After, which OTLP exporters retry: nothing was written, nothing is lost.
 """
 
 from __future__ import annotations

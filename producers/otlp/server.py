@@ -122,9 +122,13 @@ class Receiver:
             _log.exception("publishing %d %s failed", len(events), what)
             raise IngestError(503, f"{what} could not be stored; retry later") from exc
 
-    def accept(self, tenant: str, body: bytes, content_type: str, encoding: str | None) -> Accepted:
+    def admit(self) -> None:
+        """Wait while the live joins are behind (before the body is read: meanwhile it waits in the
+        kernel's buffers, not in this process); 503 when they stay behind."""
         if self.admission is not None and not self.admission():
             raise IngestError(503, "the live joins are behind; retry later")
+
+    def accept(self, tenant: str, body: bytes, content_type: str, encoding: str | None) -> Accepted:
         data = decompress(body, encoding, self.max_body_bytes)
         batch = map_request(parse_request(data, content_type), tenant, received_at=self.clock())
         written = 0
@@ -180,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
             if path == OUTCOMES_PATH and content_type != JSON:
                 raise IngestError(415, f"unsupported content type {content_type}: outcome reports are {JSON}")
             length = self.receiver.check_length(self.headers.get("Content-Length"))
+            if path == TRACES_PATH:
+                self.receiver.admit()
             body = self.rfile.read(length)
             if len(body) != length:
                 raise IngestError(400, "body shorter than Content-Length")

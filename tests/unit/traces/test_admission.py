@@ -2,7 +2,8 @@
 
 Proves, on the real embedded log and a real receiver on 127.0.0.1: a request whose spans arrive while a
 join is behind waits, and is answered 200 once the join has stepped; a request that waited its limit is
-answered 503 with Retry-After and nothing of it is written; a join that is not behind holds nothing.
+answered 503 with Retry-After and nothing of it is written; a request without a valid API key is refused
+at once, never held; a join that is not behind holds nothing.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from tests.unit.traces.test_group_commit import HEADERS, failure, run_request, s
 WAIT_S = 60.0  # generous: a loaded 2-core machine
 
 
-def _post(url: str, n: int) -> tuple[int, dict[str, str]]:
+def _post(url: str, n: int, key: str = "key-acme") -> tuple[int, dict[str, str]]:
     host, port = url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=WAIT_S)
     try:
-        conn.request("POST", "/v1/traces", body=run_request(n).SerializeToString(), headers=HEADERS)
+        headers = {**HEADERS, "x-agenttwin-api-key": key}
+        conn.request("POST", "/v1/traces", body=run_request(n).SerializeToString(), headers=headers)
         response = conn.getresponse()
         response.read()
         return response.status, dict(response.getheaders())
@@ -77,6 +79,8 @@ def test_a_request_that_waited_its_limit_is_answered_503_with_retry_after_and_wr
         try:
             publisher.publish(spans_of(1))  # 2 wait: behind, and never stepped
             before = runtime.log.end_offset("spans")
+            assert _post(server.url, 2, key="key-unknown")[0] == 401  # refused at once, never held
+            assert admission.held == 0
             status, headers = _post(server.url, 2)
             assert status == 503 and headers.get("Retry-After") == "1"
             assert runtime.log.end_offset("spans") == before
