@@ -5,27 +5,36 @@ takes the CPU the joins need: they fall behind, their alerts come later and late
 behind on piles up. So a request for `/v1/traces`, once its API key and length are checked and before
 its body is read (the body waits in the kernel's buffers, not in this process), waits while a join is
 behind (`LiveProcessor.behind`: about half a second of its work waits). The joins catch up meanwhile;
-the client sees a slower answer, as from any loaded server. A request that waited `wait_s` is answered
-503 with Retry-After, which OTLP exporters retry: nothing was written, nothing is lost.
+the client sees a slower answer, as from any loaded server.
+
+A request is never refused because of the joins: after `wait_s` it goes on anyway (and a warning names
+the joins behind, at most once a minute). A join that stopped keeping up, or stopped altogether, slows
+ingestion down to a request per `wait_s` per connection; it does not make exporters drop spans.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-WAIT_S = 5.0  # under the OTLP exporters' 10 s default timeout
+WAIT_S = 5.0  # well under the OTLP exporters' 10 s default timeout
 POLL_S = 0.005
+WARN_EVERY_S = 60.0
+_log = logging.getLogger(__name__)
 
 
 class Joined(Protocol):
+    @property
+    def name(self) -> str: ...
+
     def behind(self) -> bool: ...
 
 
 class Admission:
-    """`admit()` returns once no join is behind (True), or after `wait_s` (False)."""
+    """`admit()` returns once no join is behind, or after `wait_s`."""
 
     def __init__(
         self,
@@ -40,19 +49,29 @@ class Admission:
         self.poll_s = poll_s
         self._monotonic = monotonic
         self.held = 0  # requests that waited for the joins
-        self.refused = 0  # requests that waited wait_s and were answered 503
+        self.overdue = 0  # requests that waited wait_s and went on with a join still behind
+        self._warned_at: float | None = None
         self._lock = threading.Lock()
 
-    def admit(self) -> bool:
+    def admit(self) -> None:
         if not any(j.behind() for j in self.joins):
-            return True
+            return
         with self._lock:
             self.held += 1
         deadline = self._monotonic() + self.wait_s
-        while any(j.behind() for j in self.joins):
-            if self._monotonic() >= deadline:
-                with self._lock:
-                    self.refused += 1
-                return False
+        while True:
+            behind = [j.name for j in self.joins if j.behind()]
+            if not behind:
+                return
+            now = self._monotonic()
+            if now >= deadline:
+                break
             time.sleep(self.poll_s)  # the joins get the CPU meanwhile
-        return True
+        with self._lock:
+            self.overdue += 1
+            warn = self._warned_at is None or now - self._warned_at >= WARN_EVERY_S
+            if warn:
+                self._warned_at = now
+        if warn:
+            _log.warning("live join(s) %s still behind after %.0f s; accepting spans anyway (%d request(s) so far)",
+                         ", ".join(behind), self.wait_s, self.overdue)  # fmt: skip

@@ -219,6 +219,10 @@ class LiveProcessor:
         self._stepping = 0
         return self.produced - before
 
+    @property
+    def name(self) -> str:
+        return self.processor.name
+
     def behind(self) -> bool:
         """`admit_below` events or more wait for this join, or some wait in the log only (the inbox filled)."""
         return self._spilling or self._inbox_events + self._stepping >= self.admit_below

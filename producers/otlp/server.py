@@ -83,7 +83,7 @@ class Receiver:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         clock: Callable[[], datetime] = wall_clock,
-        admission: Callable[[], bool] | None = None,
+        admission: Callable[[], None] | None = None,
     ):
         self.publisher = serialized(publisher)
         self.admission = admission  # backpressure from the live joins (producers/otlp/admission.py)
@@ -123,10 +123,10 @@ class Receiver:
             raise IngestError(503, f"{what} could not be stored; retry later") from exc
 
     def admit(self) -> None:
-        """Wait while the live joins are behind (before the body is read: meanwhile it waits in the
-        kernel's buffers, not in this process); 503 when they stay behind."""
-        if self.admission is not None and not self.admission():
-            raise IngestError(503, "the live joins are behind; retry later")
+        """Wait while the live joins are behind, up to a limit (producers/otlp/admission.py); called
+        before the body is read, so meanwhile it waits in the kernel's buffers, not in this process."""
+        if self.admission is not None:
+            self.admission()
 
     def accept(self, tenant: str, body: bytes, content_type: str, encoding: str | None) -> Accepted:
         data = decompress(body, encoding, self.max_body_bytes)
@@ -258,10 +258,10 @@ def make_server(
     keys: ApiKeys,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    admission: Callable[[], bool] | None = None,
+    admission: Callable[[], None] | None = None,
 ) -> IngestServer:
     """A bound receiver (port 0 picks a free port); call serve_forever() or start(). `admission`, when
-    given, is asked before a request's spans are read: False answers 503 (producers/otlp/admission.py)."""
+    given, is called before a request's spans are read (producers/otlp/admission.py)."""
     receiver = Receiver(publisher, keys, max_body_bytes=max_body_bytes, admission=admission)
     handler = type("IngestHandler", (_Handler,), {"receiver": receiver})
     server = IngestServer((host, port), handler)

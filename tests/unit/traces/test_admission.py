@@ -2,16 +2,19 @@
 
 Proves, on the real embedded log and a real receiver on 127.0.0.1: a request whose spans arrive while a
 join is behind waits, and is answered 200 once the join has stepped; a request that waited its limit is
-answered 503 with Retry-After and nothing of it is written; a request without a valid API key is refused
-at once, never held; a join that is not behind holds nothing.
+stored anyway (a join that stopped slows ingestion, never refuses it) and a warning names the join; a
+request without a valid API key is refused at once, never held; a join that is not behind holds nothing.
 """
 
 from __future__ import annotations
 
 import http.client
+import logging
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from producers.otlp import ApiKeys, make_server
 from producers.otlp.admission import Admission
@@ -64,31 +67,36 @@ def test_spans_wait_while_a_join_is_behind_and_are_stored_once_it_caught_up(tmp_
             publisher.publish([failure(n) for n in range(3)])
             live.step()
             live.step()
-            assert not live.behind() and admission.refused == 0
+            assert not live.behind() and admission.overdue == 0
         finally:
             server.close()
         assert len(list(runtime.log.read("contradictions"))) == 3  # every run's alert, once
 
 
-def test_a_request_that_waited_its_limit_is_answered_503_with_retry_after_and_writes_nothing(tmp_path: Path) -> None:
+def test_a_request_that_waited_its_limit_is_stored_anyway_and_the_joins_behind_are_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with EmbeddedRuntime(tmp_path / "data", fsync=False) as runtime, GroupCommitPublisher(runtime) as publisher:
         live = LiveProcessor(runtime, OutcomeJoin(), publisher, admit_below=2)
         admission = Admission([live], wait_s=0.2)
         server = make_server("127.0.0.1", 0, publisher, ApiKeys.from_mapping(KEYS), admission=admission.admit)
         server.start()
         try:
-            publisher.publish(spans_of(1))  # 2 wait: behind, and never stepped
+            publisher.publish(spans_of(1))  # 2 wait: behind, and never stepped (a join that stopped)
             before = runtime.log.end_offset("spans")
             assert _post(server.url, 2, key="key-unknown")[0] == 401  # refused at once, never held
             assert admission.held == 0
-            status, headers = _post(server.url, 2)
-            assert status == 503 and headers.get("Retry-After") == "1"
-            assert runtime.log.end_offset("spans") == before
-            assert admission.refused == 1
-            assert server.receiver.stats.refused[503] == 1
-            live.step()  # caught up: the exporter's retry goes through
-            assert _post(server.url, 2)[0] == 200
-            assert runtime.log.end_offset("spans") == before + len(spans_of(2))
+            with caplog.at_level(logging.WARNING, logger="producers.otlp.admission"):
+                started = time.monotonic()
+                assert _post(server.url, 2)[0] == 200  # never refused because of the joins: spans are kept
+                assert _post(server.url, 3)[0] == 200
+                assert time.monotonic() - started >= 0.4  # each waited its limit
+            assert runtime.log.end_offset("spans") == before + len(spans_of(2)) + len(spans_of(3))
+            assert admission.held == admission.overdue == 2
+            warnings = [r.getMessage() for r in caplog.records if r.name == "producers.otlp.admission"]
+            assert len(warnings) == 1 and "outcome-join" in warnings[0]  # once a minute at most, naming the join
+            live.step()
+            assert _post(server.url, 4)[0] == 200 and admission.held == 2  # caught up: not held
         finally:
             server.close()
 
