@@ -4,7 +4,7 @@ The receiver and the joins beside it share one process, so a receiver that answe
 takes the CPU the joins need: they fall behind, their alerts come later and later, and what they are
 behind on piles up. So a request for `/v1/traces`, once its API key and length are checked and before
 its body is read (the body waits in the kernel's buffers, not in this process), waits while a join is
-behind (`LiveProcessor.behind`: about half a second of its work waits). The joins catch up meanwhile;
+behind (`LiveProcessor.behind`: about a quarter of a second of its work waits). The joins catch up meanwhile;
 the client sees a slower answer, as from any loaded server.
 
 A request is never refused because of the joins: after `wait_s` it goes on anyway (and a warning names

@@ -36,9 +36,9 @@ COMMIT_EVERY_S = 1.0
 # has them, and the join reads them from there (decoding costs more than a handover, memory does not grow).
 INBOX_BUDGET = 20_000
 # The receiver holds a request's spans (producers/otlp/admission.py) while a join has this many events
-# to handle: about half a second of its work, so an alert trails its verification by about that much
-# (bench_soak: alert p99 0.94 s with 2,000, 1.7 s with 5,000).
-ADMIT_BELOW = 2_000
+# to handle: about a quarter of a second of its work, so an alert trails its verification by about that
+# much (bench_soak, 10 minutes: 3,158 spans/s and alert p99 1.08 s with 1,000; 2,922 and 1.49 s with 2,000).
+ADMIT_BELOW = 1_000
 
 
 class LiveProcessor:
