@@ -54,7 +54,7 @@ def ours(bodies: list[Batch], rss: list[float]) -> tuple[float, float, int]:
         runtime = EmbeddedRuntime(Path(tmp))
         publisher = GroupCommitPublisher(runtime)
         joins = live_joins(runtime, publisher, read_claim)
-        live = joins[1]  # the outcome join
+        live = next(j for j in joins if j.name == "outcome-join")
         cpu, wall = time.process_time(), time.perf_counter()
         for i, batch_in in enumerate(bodies):
             body, traces = batch_in.body, batch_in.traces

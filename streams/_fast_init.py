@@ -31,7 +31,7 @@ def fast_init(cls: type[T]) -> type[T]:
     keyword: list[str] = []
     body: list[str] = []
     for i, f in enumerate(fields):
-        arg = f"{f.name}"
+        arg = f.name
         if f.default is not dataclasses.MISSING:
             scope[f"_d{i}"] = f.default
             arg += f"=_d{i}"
