@@ -25,6 +25,7 @@ from evaluation.claim_model import claim_classifier
 from evaluation.summary import EvaluationReport
 from evaluation.versions import DEFAULT_EVALUATOR_SET, evaluator_set
 from streams.events import CaseVerdicted, ComparisonMade, EvaluationRequested, Event, PairPlanned
+from streams.gc_policy import long_running_gc
 from streams.kafka.batch_worker import BatchWorker
 from streams.kafka.clients import ensure_topics
 from streams.kafka.faust_worker import FaustWorker
@@ -150,7 +151,8 @@ def worker_command(args: argparse.Namespace) -> int:
             refine=refine,
             warehouse=warehouse,
         )
-        asyncio.run(_serve(workers))
+        with long_running_gc():  # a stateful worker keeps a large state for as long as it runs
+            asyncio.run(_serve(workers))
     finally:
         if warehouse is not None:
             warehouse.close()

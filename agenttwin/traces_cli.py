@@ -103,8 +103,6 @@ def add_alerts_parser(sub: Any) -> None:
     hook.set_defaults(func=alerts_webhook)
 
 
-
-
 def live_joins(
     runtime: EmbeddedRuntime, publisher: LockedPublisher, classifier: Callable[[str | None], ClaimReading]
 ) -> list[LiveProcessor]:
@@ -125,6 +123,13 @@ def live_joins(
 
 
 def ingest(args: argparse.Namespace) -> int:
+    from streams.gc_policy import long_running_gc
+
+    with long_running_gc():  # the live joins keep a large state for as long as the receiver runs
+        return _ingest(args)
+
+
+def _ingest(args: argparse.Namespace) -> int:
     from agenttwin.settings import load_settings
     from evaluation.claim_model import claim_classifier
     from producers.otlp.admission import Admission
