@@ -29,6 +29,7 @@ from consumers.clickhouse import ChdbWarehouse, Warehouse, qualified
 from consumers.projections import TABLE_BY_EVENT
 from consumers.sink import Delivered, ensure_schema, write_batch
 from streams.events import EvaluationRequested
+from streams.gc_policy import long_running_gc
 from streams.kafka.clients import consumer_config, ensure_topics
 from streams.kafka.codec import KafkaCodec
 from streams.kafka.naming import Naming
@@ -95,7 +96,8 @@ def end_to_end(
             cpu[0] = time.process_time() - cpu_started
             return time.perf_counter() - started - 0.5
 
-    elapsed = asyncio.run(run())
+    with long_running_gc():  # as `agenttwin worker all` runs these workers
+        elapsed = asyncio.run(run())
     return rows_in(warehouse), elapsed, cpu[0]
 
 

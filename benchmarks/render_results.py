@@ -172,6 +172,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], tuple[str, str, str]]] = {
     "bench_peer": _peer,
     "bench_outcome_reports": _reports,
     "bench_embedded_cpu": _embedded_cpu,
+    "bench_worker_batch1": _worker_loaded,
     "bench_worker_batch1_batch2": _worker_loaded,
     "bench_worker_1": _worker_loaded,
     "bench_worker_1_2": _worker_loaded,
