@@ -10,7 +10,7 @@ indexed again from offset 0, and `vanished()` names it so the runtime can rebuil
 
 Ids just appended are written to the index by a writer thread, off the appender's path: until that
 transaction commits they are held in memory (`_pending`) and a lookup checks them there first, so a
-lookup never misses an appended id. Inserting ids into the B-tree was 15-20 % of the live ingest's CPU a
+lookup never misses an appended id. Inserting ids into the B-tree was 15-18 % of the live ingest's CPU a
 span, and its time grew with the index (docs/guides/live-join-state.md). The database is in WAL mode so
 lookups read beside the writer's transaction. Ids queued beyond `QUEUE_LIMIT` make the appender wait for
 the writer (memory stays bounded); a writer that fails makes every later call raise, and a restart indexes
