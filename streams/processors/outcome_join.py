@@ -12,9 +12,10 @@ A claim is what the agent stated (`agenttwin.outcome.claimed`); when a trace sta
 from its final answer (streams/processors/trace_claims.py, evaluation/claim_reader.py) and marked inferred
 (`claim_inferred_by`) in the alert. Spans are read whatever instrumentation wrote them
 (streams/span_reading.py): the alert names the write tool and the business subject the trace acted on.
-For production traces the join also emits a ClaimRead whenever its reading of the trace changes (agent,
-tools, final answer, claim): v_production_traces shows the latest. Simulated traces get none (their cases
-carry the same facts).
+For production traces the join also emits a ClaimRead when its reading of the trace changes (agent,
+tools, final answer, claim): v_production_traces shows the latest. A claimless reading that changes only what
+the version tally does not count waits (trace_claims.py), at the latest until the entry closes. Simulated
+traces get none (their cases carry the same facts).
 
 State stays bounded. One horizon after an entry's last event it is *closed*: its one-sided outcomes are
 reported, then it shrinks to what a late claim or verification needs (`_compact`): the claim, the
@@ -335,6 +336,10 @@ class OutcomeJoin(Processor):
                                 store[EVICTED_BEFORE] = last
                         return
                     if not entry.get("closed") and last + self.horizon <= clock:
+                        if not ids.is_simulation_tenant(entry["tenant"]):  # the reading held back, if any
+                            read = claim_read(entry, last, closing=True)
+                            if read is not None:
+                                out.append(read)
                         entry = self._compact(entry)
                     due = self._due(entry)
                     if due is None or due > clock:

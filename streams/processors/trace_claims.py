@@ -4,6 +4,15 @@ and final answer, and the claim read from that answer when the agent stated none
 Everything here is plain data in the join's entry (the store may be a changelog on Kafka), updated
 idempotently: the same span handled twice changes nothing, whatever order spans arrive in. The entry's
 `reading` is the last ClaimRead content the join emitted; `revision` counts its changes.
+
+Not every change is emitted at once (`_emitted_now`). While a trace states no claim and has no final answer,
+most spans only add a tool to its list, and a ClaimRead for each was most of the events the joins wrote. Such
+a claimless reading is emitted when it is the trace's first, when what the version tally counts of it
+changes (agent, version, failed tools, an escalation tool), or once the trace's root span arrived; otherwise
+it waits for the next reading that is emitted, or for the entry's close one horizon after its last event
+(the outcome join emits it then, so a crashed agent's full reading still arrives). A reading with a claim is
+emitted on every change, as before. The rule reads only the entry, so the same log gives the same events
+however it is batched.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from typing import Any
 
 from evaluation.claim_reader import CLAIM_RULE_SETS, DEFAULT_CLAIM_RULES, ClaimReading, read_claim
 from evaluation.contradiction import disproved_write
+from evaluation.version_watch import is_escalation
 from streams import ids
 from streams.events import ClaimRead, SpanRecorded
 from streams.span_reading import SpanReading, answer_rank
@@ -23,6 +33,8 @@ ClaimClassifier = Callable[[str | None], ClaimReading]
 
 def take_span(entry: dict[str, Any], span: SpanRecorded, reading: SpanReading) -> None:
     """Fold one span's reading into the entry (reassigning, never mutating, the entry's values)."""
+    if span.parent_span_id is None:
+        entry["ended"] = True  # the run's root span: the agent is done, every later change is emitted at once
     if reading.is_tool:
         call = [span.start_unix_nano, reading.tool_name, reading.tool_error is not None, reading.write]
         entry["calls"] = {**entry.get("calls", {}), span.span_id: call}
@@ -82,17 +94,35 @@ def inferred_claim(entry: dict[str, Any], classifier: ClaimClassifier) -> dict[s
     }
 
 
+def _emitted_now(content: dict[str, Any], last: dict[str, Any] | None, ended: bool) -> bool:
+    """Whether a changed reading is emitted now (module docstring): always, unless it is claimless, follows
+    a claimless one, the run has not ended and the version tally would count both alike."""
+    if last is None or ended or content["claimed_status"] is not None or last["claimed_status"] is not None:
+        return True
+    return _counted(content) != _counted(last)
+
+
+def _counted(reading: dict[str, Any]) -> tuple[Any, ...]:
+    """What the version tally counts of a claimless reading (evaluation/version_watch.trace_tally)."""
+    tools = reading["tools"]
+    return reading["agent"], reading["agent_version"], reading["failed_tools"], is_escalation(None, tools)
+
+
 def _older_rules(inferred_by: str) -> bool:
     """A reading by a rule set other than the current one: read again (a new set re-reads on replay or
     restart; the ClaimRead events the older set produced stay as they were)."""
     return inferred_by in CLAIM_RULE_SETS and inferred_by != DEFAULT_CLAIM_RULES
 
 
-def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | None = None) -> ClaimRead | None:
-    """A ClaimRead when the trace's reading changed since the last one (and mark it emitted), else None.
+def claim_read(
+    entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | None = None, closing: bool = False
+) -> ClaimRead | None:
+    """A ClaimRead when the trace's reading changed since the last one emitted and is emitted now (and mark
+    it emitted), else None.
 
     `frozen`: the reading last emitted, of an entry the outcome join closed (it no longer keeps every call
-    and the answer): only its claim is read again."""
+    and the answer): only its claim is read again. `closing`: the join is closing the entry, so a reading
+    still held back is emitted."""
     claim = entry.get("claim") or {}
     claimed = {
         "claimed_status": claim.get("status"),
@@ -116,7 +146,8 @@ def claim_read(entry: dict[str, Any], at: datetime, *, frozen: dict[str, Any] | 
             "final_answer": answer.get("text"),
             **claimed,
         }
-    if content == entry.get("reading"):
+    last = entry.get("reading")
+    if content == last or not _emitted_now(content, last, bool(entry.get("ended")) or closing):
         return None
     revision = int(entry.get("revision", 0)) + 1
     entry["reading"], entry["revision"] = content, revision
