@@ -5,7 +5,8 @@ counts the process's own CPU time (every thread: receiver mapping, group commit,
 work bench_soak drives: each request of `--traces` agent runs is mapped (producers/otlp/mapping.py),
 published through the GroupCommitPublisher, its runs' FAILURE verifications published, and the live
 joins `agenttwin ingest` runs (subject and outcome joins, version tally and watch) stepped; at the end
-every run must have exactly one contradiction alert. Beside it, the
+every run must have exactly one contradiction alert. It also prints the events the joins derived a span,
+per topic (each is encoded, indexed, appended and read by the next join). Beside it, the
 same-run baseline of bench_ingest (protobuf decode + append of the span bytes) on the same request bytes,
 also in CPU time. JSON goes under benchmarks/results/.
 
@@ -47,9 +48,9 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def ours(bodies: list[Batch], rss: list[float]) -> tuple[float, float, int]:
+def ours(bodies: list[Batch], rss: list[float], written: dict[str, int]) -> tuple[float, float, int]:
     """(CPU s, wall s, alerts) of receiver mapping -> group commit -> live join over `bodies`; the RSS
-    every 10th request goes to `rss`."""
+    every 10th request goes to `rss`, the records of each topic the joins wrote to `written`."""
     with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
         runtime = EmbeddedRuntime(Path(tmp))
         publisher = GroupCommitPublisher(runtime)
@@ -75,6 +76,8 @@ def ours(bodies: list[Batch], rss: list[float]) -> tuple[float, float, int]:
                   f"{sum(1 for _ in live.checkpoint):,} in all (budget {live.state_budget:,})")  # fmt: skip
         publisher.close()
         alerts = sum(1 for _ in runtime.log.read(ALERTS)) if ALERTS in runtime.log.topics() else 0
+        inputs = {"spans", "verified-outcomes"}  # what the bench publishes; the rest the joins derived
+        written.update({t: runtime.log.end_offset(t) for t in sorted(runtime.log.topics()) if t not in inputs})
         runtime.close()
     return cpu, wall, alerts
 
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     bodies = [builder.build(i * args.traces, args.traces, time.time_ns()) for i in range(args.requests)]
     spans = sum(b.spans for b in bodies)
     rss: list[float] = []
-    cpu, wall, alerts = ours(bodies, rss)
+    written: dict[str, int] = {}
+    cpu, wall, alerts = ours(bodies, rss, written)
     base = raw(bodies)
     rate, base_rate = spans / cpu, spans / base
     runs = args.requests * args.traces
@@ -110,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  baseline                {base_rate:,.0f} spans per CPU-second (protobuf decode + append)")
     print(f"  ratio                   {rate / base_rate:.3f}")
     print(f"  alerts                  {alerts} of {runs}")
+    derived = ", ".join(f"{topic} {n / spans:.2f}" for topic, n in written.items())
+    print(f"  derived events a span   {sum(written.values()) / spans:.2f} ({derived})")
     half = rss[len(rss) // 2]
     print(f"  RSS                     {rss[0]:.0f} MB at start, {half:.0f} MB halfway, {rss[-1]:.0f} MB at the end")
     print(f"  load average            {load_start} at start, {_results.loadavg()} at end")
@@ -122,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "alerts": alerts,
         "runs": runs,
         "rss_mb": {"start": rss[0], "half": half, "end": rss[-1], "max": max(rss)},
+        "derived_events": written,
     }
     print(f"  written                 {_results.write('bench_embedded_cpu', figures, load_at_start=load_start)}")
     return 0 if alerts == runs else 1
