@@ -25,7 +25,9 @@ def test_every_relative_link_resolves_inside_the_repository() -> None:
             if re.match(r"^[a-z]+:", target):  # http:, https:, mailto:
                 continue
             resolved = (doc.parent / target).resolve()
-            if not resolved.is_relative_to(ROOT) or not (resolved.exists() or resolved in GENERATED):
+            # the README is read on a code host, not in the site: a page only the site writes is broken there
+            generated = resolved in GENERATED and doc != ROOT / "README.md"
+            if not resolved.is_relative_to(ROOT) or not (resolved.exists() or generated):
                 broken.append(f"{doc.relative_to(ROOT)}: {target}")
     assert broken == []
 
