@@ -11,8 +11,8 @@ a claimless reading is emitted when it is the trace's first, when what the versi
 changes (agent, version, failed tools, an escalation tool), or once the trace's root span arrived; otherwise
 it waits for the next reading that is emitted, or for the entry's close one horizon after its last event
 (the outcome join emits it then, so a crashed agent's full reading still arrives). A reading with a claim is
-emitted on every change, as before. The rule reads only the entry, so the same log gives the same events
-however it is batched.
+emitted on every change, as before. The rule reads only the entry, never where a batch or a step ends; what
+is held back until the close comes when the join's timer closes the entry, like its one-sided reports.
 """
 
 from __future__ import annotations
