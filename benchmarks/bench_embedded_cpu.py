@@ -36,6 +36,7 @@ from producers.sdk.outcome import outcome_event
 from streams.clock import wall_clock
 from streams.embedded import EmbeddedRuntime
 from streams.embedded_log import EmbeddedLog, NewRecord
+from streams.topics import SPANS, VERIFIED_OUTCOMES
 
 TENANT = "bench"
 
@@ -76,7 +77,7 @@ def ours(bodies: list[Batch], rss: list[float], written: dict[str, int]) -> tupl
                   f"{sum(1 for _ in live.checkpoint):,} in all (budget {live.state_budget:,})")  # fmt: skip
         publisher.close()
         alerts = sum(1 for _ in runtime.log.read(ALERTS)) if ALERTS in runtime.log.topics() else 0
-        inputs = {"spans", "verified-outcomes"}  # what the bench publishes; the rest the joins derived
+        inputs = {SPANS.name, VERIFIED_OUTCOMES.name}  # what the bench publishes; the rest the joins derived
         written.update({t: runtime.log.end_offset(t) for t in sorted(runtime.log.topics()) if t not in inputs})
         runtime.close()
     return cpu, wall, alerts

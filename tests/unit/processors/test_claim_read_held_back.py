@@ -143,9 +143,7 @@ def test_the_version_tally_counts_what_it_would_have_counted_from_every_reading(
 
     def tallies(reads: list[ClaimRead]) -> list[tuple[object, ...]]:
         tally, tally_store = VersionTally(), {}
-        out: list[Event] = []
-        for span in spans[:1]:
-            out += tally.handle(tally_store, span)
+        out: list[Event] = tally.handle(tally_store, spans[0])  # the trace's first receive time
         for r in reads:
             out += tally.handle(tally_store, r)
         return [(e.claimed_status, e.tool_errors, e.escalated) for e in out]  # type: ignore[attr-defined]
